@@ -1,0 +1,185 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/flagz"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/logs"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	zpagesfeatures "k8s.io/component-base/zpages/features"
+	"k8s.io/klog/v2"
+	upstream "k8s.io/kubernetes/cmd/kubelet/app"
+	"k8s.io/kubernetes/cmd/kubelet/app/options"
+	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
+	kubeletconfigvalidation "k8s.io/kubernetes/pkg/kubelet/apis/config/validation"
+
+	"github.com/nodeplug/nodeplug/pkg/version"
+)
+
+const componentName = "kubelet"
+
+// command holds everything one kubelet invocation parses into.
+type command struct {
+	flags    *options.KubeletFlags
+	config   *kubeletconfig.KubeletConfiguration
+	nodeplug *NodeplugOptions
+	// upstreamFlags are exactly upstream's flags; nodeplugFlags are ours;
+	// all is their union, which is what the command line is parsed with.
+	upstreamFlags, nodeplugFlags, all *pflag.FlagSet
+}
+
+// NewKubeletCommand returns the kubelet command. Its flags are upstream's,
+// registered by upstream's options package, plus nodeplug's own section.
+func NewKubeletCommand(ctx context.Context) *cobra.Command {
+	c, err := newCommand()
+	if err != nil {
+		// Only a programming error (bad defaults) can get here.
+		klog.FromContext(ctx).Error(err, "Failed to build the kubelet's default configuration")
+		os.Exit(1)
+	}
+	cmd := &cobra.Command{
+		Use: componentName,
+		Long: `kubelet is nodeplug's build of the Kubernetes node agent: upstream's kubelet
+with nodeplug's experimental storage features available behind --experimental-* flags.
+With none of those flags set it behaves exactly like upstream's kubelet.`,
+		// Flag precedence (command line over --config) needs the raw args,
+		// so cobra must not parse them.
+		DisableFlagParsing: true,
+		SilenceUsage:       true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return c.run(ctx, cmd, args)
+		},
+	}
+	cmd.SetUsageFunc(func(cmd *cobra.Command) error {
+		fmt.Fprint(cmd.OutOrStderr(), c.usage(cmd))
+		return nil
+	})
+	cmd.SetHelpFunc(func(cmd *cobra.Command, _ []string) {
+		fmt.Fprintf(cmd.OutOrStdout(), "%s\n\n%s", cmd.Long, c.usage(cmd))
+	})
+	return cmd
+}
+
+func newCommand() (*command, error) {
+	c := &command{flags: options.NewKubeletFlags(), nodeplug: NewNodeplugOptions()}
+	var err error
+	if c.config, err = options.NewKubeletConfiguration(); err != nil {
+		return nil, err
+	}
+	c.upstreamFlags = pflag.NewFlagSet(componentName, pflag.ContinueOnError)
+	c.upstreamFlags.SetNormalizeFunc(cliflag.WordSepNormalizeFunc)
+	c.flags.AddFlags(c.upstreamFlags)
+	options.AddKubeletConfigFlags(c.upstreamFlags, c.config)
+	options.AddGlobalFlags(c.upstreamFlags)
+	c.upstreamFlags.BoolP("help", "h", false, "help for "+componentName)
+	c.nodeplugFlags = c.nodeplug.NamedFlagSet()
+
+	c.all = pflag.NewFlagSet(componentName, pflag.ContinueOnError)
+	c.all.SetNormalizeFunc(cliflag.WordSepNormalizeFunc)
+	c.all.AddFlagSet(c.upstreamFlags)
+	c.all.AddFlagSet(c.nodeplugFlags)
+	return c, nil
+}
+
+func (c *command) usage(cmd *cobra.Command) string {
+	return fmt.Sprintf("Usage:\n  %s\n\nFlags:\n%s\nnodeplug flags:\n%s", cmd.UseLine(),
+		c.upstreamFlags.FlagUsagesWrapped(2), c.nodeplugFlags.FlagUsagesWrapped(2))
+}
+
+// run is the kubelet's start-up, in upstream's order: parse, short-circuit
+// --help and --version, validate flags, load config, set up logging,
+// validate config, build dependencies, let nodeplug customise them, run.
+func (c *command) run(ctx context.Context, cmd *cobra.Command, args []string) error {
+	if err := c.all.Parse(args); err != nil {
+		return c.parseError(err)
+	}
+	if rest := c.all.Args(); len(rest) > 0 {
+		return fmt.Errorf("unknown command %q: the kubelet takes flags only", rest[0])
+	}
+	if help, _ := c.all.GetBool("help"); help {
+		return cmd.Help()
+	}
+	if v := c.all.Lookup("version"); v != nil && v.Value.String() != "false" {
+		fmt.Fprintln(cmd.OutOrStdout(), version.String())
+		return nil
+	}
+	server, err := c.complete(ctx, args)
+	if err != nil {
+		return err
+	}
+	deps, err := upstream.UnsecuredDependencies(ctx, server, utilfeature.DefaultFeatureGate)
+	if err != nil {
+		return fmt.Errorf("failed to construct kubelet dependencies: %w", err)
+	}
+	if utilfeature.DefaultFeatureGate.Enabled(zpagesfeatures.ComponentFlagz) {
+		deps.Flagz = flagz.NamedFlagSetsReader{FlagSets: cliflag.NamedFlagSets{
+			FlagSets: map[string]*pflag.FlagSet{componentName: c.all}}}
+	}
+	logger := klog.FromContext(ctx)
+	if uid := os.Getuid(); uid != 0 {
+		logger.Error(nil, "Kubelet is not running as root", "uid", uid)
+	}
+	ctx = genericapiserver.SetupSignalContext()
+	if err := CustomizeDependencies(ctx, server, deps, c.nodeplug); err != nil {
+		return fmt.Errorf("nodeplug: %w", err)
+	}
+	utilfeature.DefaultMutableFeatureGate.AddMetrics()
+	return upstream.Run(ctx, server, deps, utilfeature.DefaultFeatureGate)
+}
+
+// complete validates flags and config and returns the KubeletServer.
+func (c *command) complete(ctx context.Context, args []string) (*options.KubeletServer, error) {
+	gates := utilfeature.DefaultMutableFeatureGate
+	if err := gates.SetFromMap(c.config.FeatureGates); err != nil {
+		return nil, fmt.Errorf("failed to set feature gates from flags: %w", err)
+	}
+	if err := options.ValidateKubeletFlags(c.flags); err != nil {
+		return nil, fmt.Errorf("failed to validate kubelet flags: %w", err)
+	}
+	kc, skipped, err := loadConfig(ctx, c.flags, c.config, c.all, args)
+	if err != nil {
+		return nil, fmt.Errorf("failed to load kubelet config: %w", err)
+	}
+	if err := gates.SetFromMap(kc.FeatureGates); err != nil {
+		return nil, fmt.Errorf("failed to set feature gates from config: %w", err)
+	}
+	logs.InitLogs()
+	if err := logsapi.ValidateAndApplyAsField(&kc.Logging, utilfeature.DefaultFeatureGate, field.NewPath("logging")); err != nil {
+		return nil, fmt.Errorf("initialize logging: %w", err)
+	}
+	logger := klog.FromContext(ctx)
+	for _, f := range skipped {
+		logger.V(4).Info("Skipped file in drop-in directory (does not have .conf extension)", "file", f)
+	}
+	cliflag.PrintFlags(c.all)
+	if err := kubeletconfigvalidation.ValidateKubeletConfiguration(kc, utilfeature.DefaultFeatureGate); err != nil {
+		return nil, fmt.Errorf("failed to validate kubelet configuration: %w", err)
+	}
+	if err := c.nodeplug.Validate(c.flags.RootDirectory); err != nil {
+		return nil, err
+	}
+	return &options.KubeletServer{KubeletFlags: *c.flags, KubeletConfiguration: *kc}, nil
+}
+
+// parseError makes an unknown --experimental-* flag name nodeplug's flags.
+func (c *command) parseError(err error) error {
+	if strings.Contains(err.Error(), "experimental-") {
+		var known []string
+		c.nodeplugFlags.VisitAll(func(f *pflag.Flag) { known = append(known, "--"+f.Name) })
+		return fmt.Errorf("failed to parse kubelet flag: %w (nodeplug's flags are: %s)", err, strings.Join(known, ", "))
+	}
+	if errors.Is(err, pflag.ErrHelp) {
+		return err
+	}
+	return fmt.Errorf("failed to parse kubelet flag: %w", err)
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Common set-up for hack/ scripts: paths, logging and error helpers.
+# Source it; do not run it.
+
+NODEPLUG_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
+OUT_DIR=${OUT_DIR:-${NODEPLUG_ROOT}/_output}
+BIN_DIR=${BIN_DIR:-${OUT_DIR}/bin}
+LOCAL_UP_DIR=${LOCAL_UP_DIR:-${OUT_DIR}/local-up}
+
+# The upstream Kubernetes version embedded in the binaries (go.mod's pin).
+KUBE_VERSION=$(awk '$1=="k8s.io/kubernetes" && $2 ~ /^v/ {print $2; exit}' "${NODEPLUG_ROOT}/go.mod")
+
+np::log() { printf '+++ [%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+np::warn() { printf '!!! [%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+# np::die MESSAGE [HINT]: print an actionable error and exit 1.
+np::die() {
+  printf '\nERROR: %s\n' "$1" >&2
+  [[ -n "${2:-}" ]] && printf 'HINT:  %s\n' "$2" >&2
+  exit 1
+}
+
+# np::wait_for SECONDS DESCRIPTION COMMAND...: poll COMMAND every 0.2 s.
+np::wait_for() {
+  local timeout=$1 what=$2 deadline
+  shift 2
+  deadline=$((SECONDS + timeout))
+  until "$@" >/dev/null 2>&1; do
+    if ((SECONDS >= deadline)); then
+      return 1
+    fi
+    sleep 0.2
+  done
+  np::log "${what}: ready"
+}

@@ -1,0 +1,54 @@
+// Command mkimage writes a single-layer container image as a docker-archive
+// tarball (the format `ctr images import` reads), without docker or a
+// registry. The output is reproducible: same inputs, same bytes.
+//
+//	mkimage -o out.tar -name docker.io/nodeplug/busybox:1 \
+//	  -file /bin/busybox=/bin/busybox:0755 -link /bin/sh=busybox \
+//	  -entrypoint /bin/sh -cmd -c,'sleep 3600'
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+)
+
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, " ") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func main() {
+	var spec imageSpec
+	var files, links, dirs listFlag
+	var entrypoint, cmd, env string
+	flag.StringVar(&spec.out, "o", "", "output tarball (docker-archive)")
+	flag.StringVar(&spec.name, "name", "", "image reference, e.g. docker.io/nodeplug/pause:1")
+	flag.Var(&files, "file", "DEST=SRC[:MODE] file to add (repeatable); MODE in octal, default SRC's mode")
+	flag.Var(&links, "link", "DEST=TARGET symlink to add (repeatable)")
+	flag.Var(&dirs, "dir", "DEST directory to add (repeatable)")
+	flag.StringVar(&entrypoint, "entrypoint", "", "comma-separated entrypoint")
+	flag.StringVar(&cmd, "cmd", "", "comma-separated default command")
+	flag.StringVar(&env, "env", "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "comma-separated environment")
+	flag.Parse()
+	spec.entrypoint, spec.cmd, spec.env = split(entrypoint), split(cmd), split(env)
+	if err := spec.parse(files, links, dirs); err != nil {
+		fail(err)
+	}
+	if err := spec.write(); err != nil {
+		fail(err)
+	}
+}
+
+func split(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "mkimage:", err)
+	os.Exit(1)
+}
