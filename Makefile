@@ -1,0 +1,41 @@
+# nodeplug: see README.md. `make help` lists the targets.
+SHELL := /usr/bin/env bash
+.DEFAULT_GOAL := help
+
+GO_TEST_FLAGS ?=
+
+.PHONY: help
+help: ## List the targets.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build every binary into _output/bin.
+	hack/build.sh
+
+.PHONY: local-up
+local-up: ## Bring up a real single-node cluster running nodeplug's kubelet and kube-controller-manager.
+	hack/local-up-cluster.sh
+
+.PHONY: local-down
+local-down: ## Stop the local cluster and clean up everything it left.
+	hack/local-down.sh
+
+.PHONY: test
+test: ## Unit tests (with -race) of pkg/, cmd/ and the staging modules.
+	hack/test.sh $(GO_TEST_FLAGS)
+
+.PHONY: test-integration
+test-integration: ## Integration tests against a real kube-apiserver and etcd.
+	hack/test-integration.sh $(GO_TEST_FLAGS)
+
+.PHONY: test-e2e
+test-e2e: ## local-up, the e2e suite against the cluster, local-down (also on failure).
+	hack/e2e.sh $(GO_TEST_FLAGS)
+
+.PHONY: verify
+verify: ## gofmt, go vet, the go.mod pin and shell syntax.
+	hack/verify.sh
+
+.PHONY: update
+update: ## Regenerate generated files (the go.mod replace block).
+	hack/update-pin.sh

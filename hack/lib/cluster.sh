@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# Configuration and start-up of the local cluster's processes. Each process
+# is started in the background with its log under ${LOCAL_UP_DIR}/logs and
+# its PID under ${LOCAL_UP_DIR}/pids, which is all hack/local-down.sh needs.
+
+NODE_NAME=${NODE_NAME:-nodeplug-node}
+APISERVER_PORT=${APISERVER_PORT:-6443}
+ETCD_PORT=${ETCD_PORT:-2379}
+ETCD_PEER_PORT=${ETCD_PEER_PORT:-2380}
+CLUSTER_PORTS=("${APISERVER_PORT}" "${ETCD_PORT}" "${ETCD_PEER_PORT}" 10248 10250 10257 10259)
+CONTAINERD_SOCK=${LOCAL_UP_DIR}/run/containerd.sock
+CNI_BRIDGE=nodeplug0
+POD_CIDR=10.88.0.0/16
+SHARED_DIR=${LOCAL_UP_DIR}/shared
+FLEX_DIR=${LOCAL_UP_DIR}/flexvolume
+# Extra flags for nodeplug's binaries, e.g. --experimental-flexvolume-discovery.
+KUBELET_EXTRA_FLAGS=${KUBELET_EXTRA_FLAGS:-}
+KCM_EXTRA_FLAGS=${KCM_EXTRA_FLAGS:-}
+
+np::cluster::node_ip() {
+  ip -4 -o addr show scope global 2>/dev/null | awk '{sub(/\/.*/, "", $4); print $4; exit}'
+}
+
+# np::cluster::start NAME COMMAND...: run COMMAND in the background.
+np::cluster::start() {
+  local name=$1
+  shift
+  "$@" >"${LOCAL_UP_DIR}/logs/${name}.log" 2>&1 &
+  echo $! >"${LOCAL_UP_DIR}/pids/${name}"
+  np::log "started ${name} (pid $!), log ${LOCAL_UP_DIR}/logs/${name}.log"
+}
+
+# np::cluster::pid NAME prints NAME's PID if that process is still ours:
+# alive, and with this cluster's directory on its command line (so that a
+# recycled PID is never taken for it).
+np::cluster::pid() {
+  local pid
+  pid=$(cat "${LOCAL_UP_DIR}/pids/$1" 2>/dev/null) || return 1
+  [[ "${pid}" =~ ^[0-9]+$ ]] || return 1
+  tr '\0' ' ' <"/proc/${pid}/cmdline" 2>/dev/null | grep -qF "${LOCAL_UP_DIR}" || return 1
+  echo "${pid}"
+}
+
+np::cluster::alive() { np::cluster::pid "$1" >/dev/null; }
+
+# np::cluster::await NAME SECONDS CHECK...: wait for CHECK while NAME runs.
+np::cluster::await() {
+  local name=$1 timeout=$2 deadline
+  shift 2
+  deadline=$((SECONDS + timeout))
+  until "$@" >/dev/null 2>&1; do
+    np::cluster::alive "${name}" || np::die "${name} exited during start-up" \
+      "see the end of ${LOCAL_UP_DIR}/logs/${name}.log: $(tail -n 3 "${LOCAL_UP_DIR}/logs/${name}.log" | tr '\n' ' ' | cut -c1-400)"
+    ((SECONDS < deadline)) || np::die "${name} was not ready after ${timeout} s" "see ${LOCAL_UP_DIR}/logs/${name}.log"
+    sleep 0.2
+  done
+  np::log "${name} is ready"
+}
+
+np::cluster::write_configs() {
+  local conf=${LOCAL_UP_DIR}/conf
+  mkdir -p "${conf}/cni" "${FLEX_DIR}"
+  cat >"${conf}/containerd.toml" <<TOML
+version = 2
+root = "${LOCAL_UP_DIR}/containerd/root"
+state = "${LOCAL_UP_DIR}/containerd/state"
+[grpc]
+  address = "${CONTAINERD_SOCK}"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "${PAUSE_IMAGE}"
+  # This VM's bounding set lacks CAP_SYS_RESOURCE: negative oom_score_adj fails.
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "${conf}/cni"
+TOML
+  cat >"${conf}/cni/10-nodeplug.conflist" <<JSON
+{"cniVersion": "1.0.0", "name": "nodeplug", "plugins": [
+  {"type": "bridge", "bridge": "${CNI_BRIDGE}", "isGateway": true, "ipMasq": false,
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": "${POD_CIDR}"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+  {"type": "portmap", "capabilities": {"portMappings": true}}
+]}
+JSON
+  cat >"${conf}/kubelet.yaml" <<YAML
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+# This machine runs cgroup v1; upstream refuses it unless told otherwise.
+failCgroupV1: false
+cgroupDriver: cgroupfs
+containerRuntimeEndpoint: unix://${CONTAINERD_SOCK}
+# Only clients with a certificate from the local CA reach the kubelet API.
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: false}
+  x509: {clientCAFile: ${LOCAL_UP_DIR}/pki/ca.crt}
+authorization: {mode: AlwaysAllow}
+tlsCertFile: ${LOCAL_UP_DIR}/pki/kubelet-serving.crt
+tlsPrivateKeyFile: ${LOCAL_UP_DIR}/pki/kubelet-serving.key
+clusterDomain: cluster.local
+clusterDNS: [10.0.0.10]
+volumePluginDir: ${FLEX_DIR}
+podLogsDir: ${LOCAL_UP_DIR}/pod-logs
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard: {"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%", "nodefs.inodesFree": "1%"}
+failSwapOn: false
+registerNode: true
+YAML
+}
+
+np::cluster::start_containerd() {
+  mkdir -p "${LOCAL_UP_DIR}/run"
+  np::cluster::start containerd containerd --config "${LOCAL_UP_DIR}/conf/containerd.toml"
+  np::cluster::await containerd 30 ctr --address "${CONTAINERD_SOCK}" version
+}
+
+np::cluster::start_etcd() {
+  np::cluster::start etcd "${BIN_DIR}/etcd" --name nodeplug --data-dir "${LOCAL_UP_DIR}/etcd" \
+    --listen-client-urls "http://127.0.0.1:${ETCD_PORT}" --advertise-client-urls "http://127.0.0.1:${ETCD_PORT}" \
+    --listen-peer-urls "http://127.0.0.1:${ETCD_PEER_PORT}" --initial-advertise-peer-urls "http://127.0.0.1:${ETCD_PEER_PORT}" \
+    --initial-cluster "nodeplug=http://127.0.0.1:${ETCD_PEER_PORT}" --log-level warn
+  np::cluster::await etcd 30 curl -sf "http://127.0.0.1:${ETCD_PORT}/health"
+}
+
+np::cluster::start_apiserver() {
+  local pki=${LOCAL_UP_DIR}/pki
+  np::cluster::start kube-apiserver "${BIN_DIR}/kube-apiserver" \
+    --etcd-servers "http://127.0.0.1:${ETCD_PORT}" --secure-port "${APISERVER_PORT}" \
+    --bind-address 0.0.0.0 --advertise-address "${NODE_IP}" \
+    --tls-cert-file "${pki}/apiserver.crt" --tls-private-key-file "${pki}/apiserver.key" \
+    --client-ca-file "${pki}/ca.crt" --authorization-mode Node,RBAC --allow-privileged=true \
+    --service-account-key-file "${pki}/sa.pub" --service-account-signing-key-file "${pki}/sa.key" \
+    --service-account-issuer https://kubernetes.default.svc.cluster.local \
+    --service-cluster-ip-range 10.0.0.0/24 \
+    --kubelet-client-certificate "${pki}/apiserver-kubelet-client.crt" \
+    --kubelet-client-key "${pki}/apiserver-kubelet-client.key" \
+    --kubelet-certificate-authority "${pki}/ca.crt" \
+    --kubelet-preferred-address-types InternalIP,Hostname
+  # /readyz must answer HTTP 200: its body says "ok" for parts even while failing.
+  np::cluster::await kube-apiserver 90 curl -sf --cacert "${pki}/ca.crt" --cert "${pki}/admin.crt" \
+    --key "${pki}/admin.key" "https://127.0.0.1:${APISERVER_PORT}/readyz"
+}
+
+np::cluster::start_scheduler() {
+  np::cluster::start kube-scheduler "${BIN_DIR}/kube-scheduler" \
+    --kubeconfig "${LOCAL_UP_DIR}/pki/kube-scheduler.kubeconfig" --leader-elect=false
+}
+
+np::cluster::start_controller_manager() {
+  local pki=${LOCAL_UP_DIR}/pki
+  # shellcheck disable=SC2086 # KCM_EXTRA_FLAGS is a list of flags.
+  np::cluster::start kube-controller-manager "${BIN_DIR}/kube-controller-manager" \
+    --kubeconfig "${pki}/kube-controller-manager.kubeconfig" \
+    --authentication-kubeconfig "${pki}/kube-controller-manager.kubeconfig" \
+    --authorization-kubeconfig "${pki}/kube-controller-manager.kubeconfig" \
+    --use-service-account-credentials=true --leader-elect=false \
+    --root-ca-file "${pki}/ca.crt" --service-account-private-key-file "${pki}/sa.key" \
+    --cluster-signing-cert-file "${pki}/ca.crt" --cluster-signing-key-file "${pki}/ca.key" \
+    --flex-volume-plugin-dir "${FLEX_DIR}" ${KCM_EXTRA_FLAGS}
+  np::cluster::await kube-controller-manager 60 curl -skf "https://127.0.0.1:10257/healthz"
+}
+
+np::cluster::start_kubelet() {
+  mkdir -p "${LOCAL_UP_DIR}/kubelet" "${LOCAL_UP_DIR}/pod-logs"
+  # shellcheck disable=SC2086 # KUBELET_EXTRA_FLAGS is a list of flags.
+  np::cluster::start kubelet "${BIN_DIR}/kubelet" --config "${LOCAL_UP_DIR}/conf/kubelet.yaml" \
+    --kubeconfig "${LOCAL_UP_DIR}/pki/kubelet.kubeconfig" --root-dir "${LOCAL_UP_DIR}/kubelet" \
+    --hostname-override "${NODE_NAME}" --node-ip "${NODE_IP}" ${KUBELET_EXTRA_FLAGS}
+  np::cluster::await kubelet 60 curl -sf "http://127.0.0.1:10248/healthz"
+}

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Checks and installs what the local cluster needs before anything starts.
+
+APT_PACKAGES=(containerd runc busybox-static openssl socat conntrack iptables ethtool iproute2
+  containernetworking-plugins e2fsprogs util-linux curl)
+
+np::preflight::root() {
+  [[ ${EUID} -eq 0 ]] || np::die "the local cluster needs root (mounts, cgroups, containerd)" "run it with sudo"
+}
+
+np::preflight::apt() {
+  local missing=() p
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "${p}" 2>/dev/null | grep -q "install ok installed" || missing+=("${p}")
+  done
+  ((${#missing[@]} == 0)) && return 0
+  np::log "installing apt packages: ${missing[*]}"
+  command -v apt-get >/dev/null || np::die "apt-get is not available to install: ${missing[*]}" \
+    "install these packages with your package manager"
+  apt-get update -qq >"${OUT_DIR}/apt.log" 2>&1 ||
+    np::die "apt-get update failed (see ${OUT_DIR}/apt.log)" "check that Debian's mirror is reachable"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >>"${OUT_DIR}/apt.log" 2>&1 ||
+    np::die "apt-get install failed for: ${missing[*]} (see ${OUT_DIR}/apt.log)" \
+      "run: apt-get install ${missing[*]}"
+}
+
+# np::preflight::ports fails if a port the cluster needs is taken, naming
+# the process that holds it.
+np::preflight::ports() {
+  local port holder
+  for port in "${CLUSTER_PORTS[@]}"; do
+    holder=$(ss -Htlnp "sport = :${port}" 2>/dev/null | grep -o 'users:(([^)]*))' | head -n1 || true)
+    if [[ -n "${holder}" ]]; then
+      np::die "port ${port} is already in use by ${holder}" \
+        "stop that process, or if it is a previous local cluster run 'make local-down'"
+    fi
+  done
+}
+
+# np::preflight::stale refuses to start over a running cluster and cleans
+# up after a dead one.
+np::preflight::stale() {
+  local pidfile running=()
+  for pidfile in "${LOCAL_UP_DIR}"/pids/*; do
+    [[ -f "${pidfile}" ]] || continue
+    if np::cluster::alive "$(basename "${pidfile}")"; then
+      running+=("$(basename "${pidfile}")")
+    fi
+  done
+  if ((${#running[@]} > 0)); then
+    np::die "a local cluster is already running (${running[*]})" "run 'make local-down' first"
+  fi
+  if [[ -d "${LOCAL_UP_DIR}" ]]; then
+    np::log "cleaning up state left by a previous local cluster"
+    "${NODEPLUG_ROOT}/hack/local-down.sh" >/dev/null 2>&1 ||
+      np::die "could not clean up the previous cluster's state in ${LOCAL_UP_DIR}" "run 'make local-down' and read its errors"
+  fi
+}

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Brings up a real single-node cluster whose kubelet and
+# kube-controller-manager are nodeplug's builds: installs what is missing
+# (apt), builds the binaries and images, writes certificates, starts etcd,
+# kube-apiserver, kube-scheduler, kube-controller-manager, containerd and
+# the kubelet, and waits until the node is Ready and a pod runs.
+#
+# Environment: NODE_NAME, KUBELET_EXTRA_FLAGS, KCM_EXTRA_FLAGS,
+# SKIP_BUILD=1 (reuse ${BIN_DIR}), LOCAL_UP_DIR.
+set -o errexit -o nounset -o pipefail
+
+source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
+source "${NODEPLUG_ROOT}/hack/lib/build.sh"
+source "${NODEPLUG_ROOT}/hack/lib/cluster.sh"
+source "${NODEPLUG_ROOT}/hack/lib/preflight.sh"
+source "${NODEPLUG_ROOT}/hack/lib/pki.sh"
+source "${NODEPLUG_ROOT}/hack/lib/images.sh"
+
+export KUBECONFIG=${LOCAL_UP_DIR}/pki/admin.kubeconfig
+kubectl() { "${BIN_DIR}/kubectl" "$@"; }
+
+main() {
+  local started=${SECONDS}
+  np::preflight::root
+  mkdir -p "${OUT_DIR}"
+  np::preflight::stale
+  np::preflight::apt
+  np::preflight::ports
+  [[ "${SKIP_BUILD:-0}" == 1 ]] || np::build::all
+  NODE_IP=$(np::cluster::node_ip)
+  [[ -n "${NODE_IP}" ]] || np::die "no global IPv4 address found for the node" "configure a network interface"
+
+  mkdir -p "${LOCAL_UP_DIR}"/{logs,pids}
+  # Remember the network namespaces that are not ours, for local-down.
+  ls /run/netns 2>/dev/null >"${LOCAL_UP_DIR}/netns-before" || true
+  np::pki::generate
+  np::images::build
+  np::cluster::write_configs
+  # Root is a private mount here (no systemd); Bidirectional propagation
+  # needs a shared source.
+  mkdir -p "${SHARED_DIR}"
+  mount --bind "${SHARED_DIR}" "${SHARED_DIR}"
+  mount --make-rshared "${SHARED_DIR}"
+
+  local launched=${SECONDS}
+  np::cluster::start_containerd
+  np::images::import "${LOCAL_UP_DIR}"/images/*.tar
+  np::cluster::start_etcd
+  np::cluster::start_apiserver
+  np::cluster::start_scheduler
+  np::cluster::start_controller_manager
+  np::cluster::start_kubelet
+  np::wait_for 120 "node ${NODE_NAME}" \
+    kubectl wait --for=condition=Ready "node/${NODE_NAME}" --timeout=1s ||
+    np::die "node ${NODE_NAME} did not become Ready" "see ${LOCAL_UP_DIR}/logs/kubelet.log"
+  local ready=$((SECONDS - launched))
+  np::wait_for 60 "default service account" kubectl get serviceaccount default ||
+    np::die "the default service account was not created" "see ${LOCAL_UP_DIR}/logs/kube-controller-manager.log"
+  smoke_pod
+  cat <<MSG
+
+Local cluster is up (node Ready ${ready} s after launch, $((SECONDS - started)) s in all).
+  export KUBECONFIG=${KUBECONFIG}
+  export PATH=${BIN_DIR}:\$PATH
+Logs: ${LOCAL_UP_DIR}/logs   Stop it with: make local-down
+MSG
+  echo "${ready}" >"${LOCAL_UP_DIR}/node-ready-seconds"
+}
+
+# smoke_pod proves that system pods can run: a busybox pod starts.
+smoke_pod() {
+  kubectl apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: local-up-smoke, namespace: default}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 0
+  containers:
+  - {name: c, image: ${BUSYBOX_IMAGE}, imagePullPolicy: Never, command: ["true"]}
+YAML
+  np::wait_for 90 "smoke pod" bash -c "[[ \$('${BIN_DIR}/kubectl' get pod local-up-smoke -o jsonpath='{.status.phase}') == Succeeded ]]" ||
+    np::die "a busybox pod did not run to completion" "kubectl describe pod local-up-smoke; see ${LOCAL_UP_DIR}/logs/kubelet.log"
+  kubectl delete pod local-up-smoke --wait=false >/dev/null
+}
+
+main "$@"
