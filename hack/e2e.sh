@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Runs the e2e suite: brings up the local cluster, runs the Go tests in
+# test/e2e (build tag e2e) against it, and tears the cluster down again,
+# also when a test fails or the run is interrupted. Extra arguments go to
+# go test (e.g. -run TestFlex).
+set -o errexit -o nounset -o pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
+source "${NODEPLUG_ROOT}/hack/lib/cluster.sh"
+
+# The features under test are switched on in both binaries.
+export KUBELET_EXTRA_FLAGS=${KUBELET_EXTRA_FLAGS-${E2E_KUBELET_FLAGS:-}}
+export KCM_EXTRA_FLAGS=${KCM_EXTRA_FLAGS-${E2E_KCM_FLAGS:-}}
+
+teardown() {
+  local rc=$?
+  if ((rc != 0)) && [[ -d "${LOCAL_UP_DIR}/logs" ]]; then
+    mkdir -p "${OUT_DIR}/e2e-logs"
+    cp -r "${LOCAL_UP_DIR}/logs/." "${OUT_DIR}/e2e-logs/" 2>/dev/null || true
+    np::warn "e2e failed; cluster logs copied to ${OUT_DIR}/e2e-logs"
+  fi
+  "${NODEPLUG_ROOT}/hack/local-down.sh" || np::warn "local-down failed; run 'make local-down'"
+  exit "${rc}"
+}
+trap teardown EXIT
+
+"${NODEPLUG_ROOT}/hack/local-up-cluster.sh"
+export KUBECONFIG=${LOCAL_UP_DIR}/pki/admin.kubeconfig LOCAL_UP_DIR BIN_DIR NODE_NAME
+cd "${NODEPLUG_ROOT}"
+go test -tags e2e -count=1 -timeout 30m "$@" ./test/e2e/...

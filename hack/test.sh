@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Unit tests with -race: the root module's pkg/ and cmd/, and every
+# staging module (each is its own Go module). Extra arguments go to go test.
+set -o errexit -o nounset -o pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
+cd "${NODEPLUG_ROOT}"
+
+rc=0
+go test -race -count=1 "$@" ./pkg/... ./cmd/... || rc=1
+for mod in staging/src/github.com/nodeplug/*/go.mod; do
+  [[ -f "${mod}" ]] || continue
+  dir=$(dirname "${mod}")
+  np::log "unit tests of staging module ${dir}"
+  (cd "${dir}" && go test -race -count=1 "$@" ./...) || rc=1
+done
+exit "${rc}"

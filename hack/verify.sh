@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Static checks: gofmt, go vet (root module with the e2e tag, and every
+# staging module), the go.mod pin, and shell syntax of hack/ and .ci/.
+set -o errexit -o nounset -o pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
+cd "${NODEPLUG_ROOT}"
+rc=0
+
+unformatted=$(gofmt -l $(git ls-files '*.go') 2>/dev/null || true)
+if [[ -n "${unformatted}" ]]; then
+  np::warn "not gofmt'ed (run gofmt -w):"$'\n'"${unformatted}"
+  rc=1
+fi
+go vet -tags e2e ./... || rc=1
+for mod in staging/src/github.com/nodeplug/*/go.mod; do
+  [[ -f "${mod}" ]] || continue
+  (cd "$(dirname "${mod}")" && go vet ./...) || rc=1
+done
+hack/verify-pin.sh || rc=1
+for f in hack/*.sh hack/lib/*.sh .ci/run; do
+  [[ -f "${f}" ]] && { bash -n "${f}" || rc=1; }
+done
+((rc == 0)) && np::log "verify: all checks passed"
+exit "${rc}"

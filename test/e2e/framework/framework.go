@@ -1,0 +1,152 @@
+//go:build e2e
+
+package framework
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// BusyboxImage is the test image local-up imports into containerd.
+const BusyboxImage = "docker.io/nodeplug/busybox:1"
+
+// Cluster describes the local cluster under test.
+type Cluster struct {
+	Client   kubernetes.Interface
+	Dir      string // LOCAL_UP_DIR
+	BinDir   string // BIN_DIR
+	NodeName string
+}
+
+// Connect returns the cluster named by the environment, or fails t.
+func Connect(t *testing.T) *Cluster {
+	t.Helper()
+	c := &Cluster{Dir: os.Getenv("LOCAL_UP_DIR"), BinDir: os.Getenv("BIN_DIR"), NodeName: os.Getenv("NODE_NAME")}
+	kubeconfig := os.Getenv("KUBECONFIG")
+	if c.Dir == "" || c.BinDir == "" || kubeconfig == "" || c.NodeName == "" {
+		t.Fatal("e2e tests need KUBECONFIG, LOCAL_UP_DIR, BIN_DIR and NODE_NAME; run them with hack/e2e.sh")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatalf("kubeconfig: %v", err)
+	}
+	if c.Client, err = kubernetes.NewForConfig(cfg); err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	return c
+}
+
+// Kubectl runs the cluster's kubectl and returns its standard output.
+func (c *Cluster) Kubectl(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(c.BinDir, "kubectl"), args...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, errOut.String())
+	}
+	return out.String(), nil
+}
+
+// ComponentBinary returns the executable of a process local-up started.
+func (c *Cluster) ComponentBinary(name string) (string, error) {
+	pid, err := os.ReadFile(filepath.Join(c.Dir, "pids", name))
+	if err != nil {
+		return "", err
+	}
+	return os.Readlink(filepath.Join("/proc", strings.TrimSpace(string(pid)), "exe"))
+}
+
+// CreatePod creates pod in the default namespace, pinned to the node, and
+// deletes it when t ends.
+func (c *Cluster) CreatePod(ctx context.Context, t *testing.T, pod *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	pod.Namespace = "default"
+	pod.Spec.NodeName = c.NodeName
+	if pod.Spec.TerminationGracePeriodSeconds == nil {
+		zero := int64(0)
+		pod.Spec.TerminationGracePeriodSeconds = &zero
+	}
+	created, err := c.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create pod %s: %v", pod.Name, err)
+	}
+	t.Cleanup(func() { c.DeletePod(t, pod.Name) })
+	return created
+}
+
+// DeletePod deletes a pod and waits until it is gone.
+func (c *Cluster) DeletePod(t *testing.T, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	err := c.Client.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return
+	}
+	if err != nil {
+		t.Errorf("delete pod %s: %v", name, err)
+		return
+	}
+	err = wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		_, err := c.Client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Errorf("pod %s still exists after 90 s", name)
+	}
+}
+
+// WaitForPod waits up to timeout for the pod to reach one of phases, and
+// fails t with the pod's status and events otherwise.
+func (c *Cluster) WaitForPod(ctx context.Context, t *testing.T, name string, timeout time.Duration, phases ...corev1.PodPhase) *corev1.Pod {
+	t.Helper()
+	var pod *corev1.Pod
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		var err error
+		if pod, err = c.Client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return false, nil
+		}
+		for _, p := range phases {
+			if pod.Status.Phase == p {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		events, _ := c.Kubectl(ctx, "get", "events", "-n", "default", "--field-selector", "involvedObject.name="+name)
+		phase := corev1.PodPhase("unknown")
+		if pod != nil {
+			phase = pod.Status.Phase
+		}
+		t.Fatalf("pod %s: phase %s, want %v within %s\nevents:\n%s", name, phase, phases, timeout, events)
+	}
+	return pod
+}
+
+// BusyboxPod returns a one-container busybox pod running script.
+func BusyboxPod(name, script string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{
+				Name: "c", Image: BusyboxImage, ImagePullPolicy: corev1.PullNever,
+				Command: []string{"/bin/sh", "-c", script},
+			}},
+		},
+	}
+}

@@ -1,0 +1,36 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// unmountAll unmounts every mount at or below dir, deepest first.
+func unmountAll(t *testing.T, dir string) {
+	for i := 0; i < 5; i++ {
+		info, err := os.ReadFile("/proc/self/mountinfo")
+		if err != nil {
+			t.Errorf("read mountinfo: %v", err)
+			return
+		}
+		var found []string
+		for _, line := range strings.Split(string(info), "\n") {
+			f := strings.Fields(line)
+			if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
+				found = append(found, f[4])
+			}
+		}
+		if len(found) == 0 {
+			return
+		}
+		for j := len(found) - 1; j >= 0; j-- {
+			_ = unix.Unmount(found[j], unix.MNT_DETACH)
+		}
+	}
+	t.Errorf("mounts remain below %s", dir)
+}
