@@ -9,7 +9,7 @@ source "${NODEPLUG_ROOT}/hack/lib/cluster.sh"
 
 # The features under test are switched on in both binaries.
 export KUBELET_EXTRA_FLAGS=${KUBELET_EXTRA_FLAGS-${E2E_KUBELET_FLAGS:-}}
-export KCM_EXTRA_FLAGS=${KCM_EXTRA_FLAGS-${E2E_KCM_FLAGS:-}}
+export KCM_EXTRA_FLAGS=${KCM_EXTRA_FLAGS-${E2E_KCM_FLAGS:---experimental-flexvolume-discovery}}
 
 teardown() {
   local rc=$?

@@ -5,4 +5,5 @@
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 cd "${NODEPLUG_ROOT}"
+hack/install-deps.sh
 go test -count=1 -timeout 30m "$@" ./test/integration/...

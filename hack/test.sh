@@ -4,6 +4,7 @@
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 cd "${NODEPLUG_ROOT}"
+hack/install-deps.sh
 
 rc=0
 go test -race -count=1 "$@" ./pkg/... ./cmd/... || rc=1

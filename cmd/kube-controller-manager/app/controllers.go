@@ -40,6 +40,9 @@ func runAll(ctx context.Context, c *config.CompletedConfig, hooks *VolumeHooks,
 		return fmt.Errorf("building controller context: %w", err)
 	}
 	descriptors := upstream.NewControllerDescriptors()
+	// Upstream's map holds a token-controller descriptor without the root
+	// client builder (upstream's Run replaces it); nodeplug builds its own.
+	delete(descriptors, names.ServiceAccountTokenController)
 	own, err := hooks.buildVolumeControllers(ctx, cc, descriptors)
 	if err != nil {
 		return err

@@ -146,6 +146,9 @@ func (c *command) complete(ctx context.Context, args []string) (*options.Kubelet
 	if err := options.ValidateKubeletFlags(c.flags); err != nil {
 		return nil, fmt.Errorf("failed to validate kubelet flags: %w", err)
 	}
+	if err := c.nodeplug.Validate(c.flags.RootDirectory); err != nil {
+		return nil, err
+	}
 	kc, skipped, err := loadConfig(ctx, c.flags, c.config, c.all, args)
 	if err != nil {
 		return nil, fmt.Errorf("failed to load kubelet config: %w", err)
@@ -164,9 +167,6 @@ func (c *command) complete(ctx context.Context, args []string) (*options.Kubelet
 	cliflag.PrintFlags(c.all)
 	if err := kubeletconfigvalidation.ValidateKubeletConfiguration(kc, utilfeature.DefaultFeatureGate); err != nil {
 		return nil, fmt.Errorf("failed to validate kubelet configuration: %w", err)
-	}
-	if err := c.nodeplug.Validate(c.flags.RootDirectory); err != nil {
-		return nil, err
 	}
 	return &options.KubeletServer{KubeletFlags: *c.flags, KubeletConfiguration: *kc}, nil
 }

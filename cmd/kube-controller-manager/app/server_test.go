@@ -1,0 +1,61 @@
+package app
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+	upstream "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+)
+
+// TestFlagsMatchUpstream: every upstream flag is ours with the same type,
+// default and usage; ours add only --experimental-* flags.
+func TestFlagsMatchUpstream(t *testing.T) {
+	theirs := upstream.NewControllerManagerCommand().Flags()
+	ours := NewControllerManagerCommand().Flags()
+	theirs.VisitAll(func(f *pflag.Flag) {
+		o := ours.Lookup(f.Name)
+		switch {
+		case o == nil:
+			t.Errorf("upstream flag --%s is missing", f.Name)
+		case o.Usage != f.Usage || o.DefValue != f.DefValue || o.Value.Type() != f.Value.Type() || o.Shorthand != f.Shorthand:
+			t.Errorf("flag --%s differs from upstream's", f.Name)
+		}
+	})
+	ours.VisitAll(func(f *pflag.Flag) {
+		if theirs.Lookup(f.Name) == nil && !strings.HasPrefix(f.Name, "experimental-") {
+			t.Errorf("extra flag --%s is not named --experimental-*", f.Name)
+		}
+	})
+}
+
+func TestNodeplugOptionsValidate(t *testing.T) {
+	cases := map[string]struct {
+		opts            NodeplugOptions
+		leaderMigration bool
+		wantErr         bool
+	}{
+		"off":                        {},
+		"off with leader migration":  {leaderMigration: true},
+		"flex discovery":             {opts: NodeplugOptions{FlexVolumeDiscovery: true}},
+		"flex with leader migration": {opts: NodeplugOptions{FlexVolumeDiscovery: true}, leaderMigration: true, wantErr: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			errs := tc.opts.Validate(tc.leaderMigration)
+			if (len(errs) > 0) != tc.wantErr {
+				t.Fatalf("errors %v, want error: %v", errs, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestUnknownNodeplugFlag(t *testing.T) {
+	cmd := NewControllerManagerCommand()
+	cmd.SetArgs([]string{"--experimental-no-such-thing"})
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	err := cmd.Execute()
+	if err == nil || !strings.Contains(err.Error(), "unknown flag: --experimental-no-such-thing") {
+		t.Fatalf("error %v, want unknown flag", err)
+	}
+}
