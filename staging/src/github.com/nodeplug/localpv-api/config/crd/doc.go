@@ -1,0 +1,10 @@
+// Package crd embeds the CustomResourceDefinition of the localpv.nodeplug.io
+// API, so that installers and tests use the same bytes as the manifests.
+package crd
+
+import _ "embed"
+
+// NodeDiskStatesYAML is the CRD of localpv.nodeplug.io/v1alpha1 NodeDiskState.
+//
+//go:embed localpv.nodeplug.io_nodediskstates.yaml
+var NodeDiskStatesYAML []byte
