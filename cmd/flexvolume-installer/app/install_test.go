@@ -1,0 +1,165 @@
+package app
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeSource(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "src")
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func spec(t *testing.T, name, content string) DriverSpec {
+	t.Helper()
+	s, err := parseDriverFlag(name + "=" + writeSource(t, content))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// entries lists a directory, hidden names included.
+func entries(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+func TestInstallNewDriver(t *testing.T) {
+	dir := t.TempDir()
+	in, err := Install(dir, spec(t, "example.com/nfs", "v1"), 0o750)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Path != filepath.Join(dir, "example.com~nfs", "nfs") {
+		t.Errorf("path %s", in.Path)
+	}
+	b, _ := os.ReadFile(in.Path)
+	fi, _ := os.Stat(in.Path)
+	if string(b) != "v1" || fi.Mode().Perm() != 0o750 {
+		t.Errorf("content %q mode %v", b, fi.Mode())
+	}
+	// No staging directory or temp file is left behind.
+	if got := entries(t, dir); len(got) != 1 || got[0] != "example.com~nfs" {
+		t.Errorf("plugin dir holds %v", got)
+	}
+	if got := entries(t, in.Dir); len(got) != 1 {
+		t.Errorf("driver dir holds %v", got)
+	}
+}
+
+func TestInstallUpdateReplacesInode(t *testing.T) {
+	dir := t.TempDir()
+	v1, err := Install(dir, spec(t, "example.com/nfs", "v1"), 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := os.Open(v1.Path) // a driver call in progress
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	v2, err := Install(dir, spec(t, "example.com/nfs", "v2"), 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.SameFile(v1.file, v2.file) {
+		t.Error("update rewrote the file in place")
+	}
+	old := make([]byte, 2)
+	if _, err := held.Read(old); err != nil || string(old) != "v1" {
+		t.Errorf("running call sees %q, %v", old, err)
+	}
+	if b, _ := os.ReadFile(v2.Path); string(b) != "v2" {
+		t.Errorf("content %q", b)
+	}
+	if got := entries(t, v2.Dir); len(got) != 1 {
+		t.Errorf("temp files left: %v", got)
+	}
+}
+
+func TestRemoveOnlyOwnVersion(t *testing.T) {
+	dir := t.TempDir()
+	old, err := Install(dir, spec(t, "example.com/nfs", "old"), 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A surge rollout: the new pod installs before the old one stops.
+	cur, err := Install(dir, spec(t, "example.com/nfs", "new"), 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if removed, err := old.Remove(); err != nil || removed {
+		t.Fatalf("old installer removed the new version: %v, %v", removed, err)
+	}
+	if removed, err := cur.Remove(); err != nil || !removed {
+		t.Fatalf("Remove = %v, %v", removed, err)
+	}
+	if _, err := os.Stat(cur.Dir); !os.IsNotExist(err) {
+		t.Errorf("empty driver dir left: %v", err)
+	}
+}
+
+func TestRunWaitsAndRemovesOnExit(t *testing.T) {
+	dir := t.TempDir()
+	opts := NewOptions()
+	opts.PluginDir = dir
+	opts.RemoveOnExit = true
+	opts.Drivers = []string{
+		"example.com/one=" + writeSource(t, "1"),
+		"example.com/two=" + writeSource(t, "2"),
+	}
+	if err := opts.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, opts) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(entries(t, dir)) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("drivers not installed: %v", entries(t, dir))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Run returned before the signal: %v", err)
+	default:
+	}
+	cancel() // SIGTERM
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := entries(t, dir); len(got) != 0 {
+		t.Errorf("left after exit: %v", got)
+	}
+}
+
+func TestInstallFailureLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	s := spec(t, "example.com/nfs", "v1")
+	s.Source = filepath.Join(t.TempDir(), "vanished")
+	if _, err := Install(dir, s, 0o755); err == nil || !strings.Contains(err.Error(), "installing example.com/nfs") {
+		t.Fatalf("got %v", err)
+	}
+	if got := entries(t, dir); len(got) != 0 {
+		t.Errorf("left behind: %v", got)
+	}
+}

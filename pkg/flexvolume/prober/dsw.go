@@ -1,0 +1,98 @@
+package prober
+
+import (
+	"maps"
+	"sync"
+)
+
+// desiredDriver is one driver directory as the last scan saw it.
+type desiredDriver struct {
+	name     string // plugin name
+	dirName  string
+	execPath string
+	fp       fingerprint
+	// present: the executable exists (it may still fail to run).
+	present bool
+	// keep: the scan could not read this driver; keep whatever is loaded.
+	keep bool
+}
+
+// desiredState is the desired state of the world: what is on disk. The
+// populator writes it; the reconciler reads copies.
+type desiredState struct {
+	mu      sync.Mutex
+	drivers map[string]desiredDriver // by plugin name
+	// problems are directory-level problems by key (invalid driver
+	// directory names, the plugin directory or a scan failing).
+	problems map[string]string
+	// scanned is false until the first successful scan.
+	scanned bool
+	changed chan struct{}
+}
+
+func newDesiredState() *desiredState {
+	return &desiredState{
+		drivers:  map[string]desiredDriver{},
+		problems: map[string]string{},
+		changed:  make(chan struct{}, 1),
+	}
+}
+
+// desiredView is a consistent copy of desiredState.
+type desiredView struct {
+	drivers  map[string]desiredDriver
+	problems map[string]string
+	scanned  bool
+}
+
+// setScan replaces the drivers and the per-directory problems after a scan.
+func (d *desiredState) setScan(drivers map[string]desiredDriver, dirProblems map[string]string) {
+	d.mu.Lock()
+	d.drivers = drivers
+	maps.DeleteFunc(d.problems, func(k, _ string) bool { return isDirProblemKey(k) || k == problemScan })
+	maps.Copy(d.problems, dirProblems)
+	d.scanned = true
+	d.mu.Unlock()
+	d.notify()
+}
+
+// setProblem sets (msg != "") or clears a problem that leaves the drivers
+// as they are: the cached list is kept.
+func (d *desiredState) setProblem(key, msg string) {
+	d.mu.Lock()
+	old, had := d.problems[key]
+	if msg == "" {
+		delete(d.problems, key)
+	} else {
+		d.problems[key] = msg
+	}
+	d.mu.Unlock()
+	if had != (msg != "") || old != msg {
+		d.notify()
+	}
+}
+
+func (d *desiredState) get() desiredView {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return desiredView{drivers: maps.Clone(d.drivers), problems: maps.Clone(d.problems), scanned: d.scanned}
+}
+
+func (d *desiredState) notify() {
+	select {
+	case d.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Problem keys.
+const (
+	problemPluginDir  = "plugin-dir"
+	problemScan       = "scan"
+	dirProblemPrefix  = "dir:"
+	initProblemPrefix = "driver:"
+)
+
+func isDirProblemKey(k string) bool {
+	return len(k) > len(dirProblemPrefix) && k[:len(dirProblemPrefix)] == dirProblemPrefix
+}

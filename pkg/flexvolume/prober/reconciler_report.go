@@ -1,0 +1,123 @@
+package prober
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// reportDirProblems reports each new or changed directory-level problem once
+// and reports whether the set changed.
+func (r *reconciler) reportDirProblems(ctx context.Context, probs map[string]string) bool {
+	changed := len(probs) != len(r.dirProbs)
+	for k, msg := range probs {
+		if old, ok := r.dirProbs[k]; ok && old == msg {
+			continue
+		}
+		changed = true
+		ev := Event{Type: EventTypeWarning, Reason: ReasonPluginDirUnavailable, Message: msg}
+		if isDirProblemKey(k) {
+			ev.Reason, ev.Driver = ReasonDriverDirInvalid, strings.TrimPrefix(k, dirProblemPrefix)
+		}
+		r.emit(ctx, ev)
+	}
+	if changed {
+		clear(r.dirProbs)
+		for k, v := range probs {
+			r.dirProbs[k] = v
+		}
+	}
+	return changed
+}
+
+// emit logs an event, counts it and passes it to the sink.
+func (r *reconciler) emit(ctx context.Context, ev Event) {
+	logger := klog.FromContext(ctx)
+	if ev.Type == EventTypeWarning {
+		logger.Info("Flexvolume discovery problem", "reason", ev.Reason, "driver", ev.Driver, "message", ev.Message)
+	} else {
+		logger.V(2).Info("Flexvolume discovery change", "reason", ev.Reason, "driver", ev.Driver, "message", ev.Message)
+	}
+	eventsTotal.WithLabelValues(ev.Reason).Inc()
+	if r.opts.Events != nil {
+		r.opts.Events.Event(ctx, ev)
+	}
+}
+
+// armTimer wakes the reconciler for the next init retry or in-use check.
+func (r *reconciler) armTimer(want desiredView, now time.Time) {
+	var next time.Time
+	for name, a := range r.asw {
+		var at time.Time
+		switch a.entry.State {
+		case StateInitFailed:
+			if d, ok := want.drivers[name]; ok && d.present && !r.exec.isRunning(name) {
+				at = a.retryAt
+			}
+		case StateRemoving:
+			at = a.checkAt
+		}
+		if !at.IsZero() && (next.IsZero() || at.Before(next)) {
+			next = at
+		}
+	}
+	r.timer.stop()
+	if !next.IsZero() {
+		r.timer.reset(max(next.Sub(now), time.Millisecond))
+	}
+}
+
+// checkSynced closes synced once the drivers found by the first scan have
+// all been initialised (or the plugin directory is known to be unavailable).
+func (r *reconciler) checkSynced(want desiredView) {
+	if r.initialDone {
+		return
+	}
+	if _, unavailable := want.problems[problemPluginDir]; !want.scanned && !unavailable {
+		return
+	}
+	if !r.exec.idle() {
+		return
+	}
+	for name, d := range want.drivers {
+		if a := r.asw[name]; d.present && !d.keep && (a == nil || a.fp != d.fp) {
+			return
+		}
+	}
+	r.initialDone = true
+	r.syncedOnce.Do(func() { close(r.synced) })
+}
+
+// clockTimer is a clock.Timer that may be stopped.
+type clockTimer struct {
+	t     clock.Timer
+	armed bool
+}
+
+func newClockTimer(c clock.Clock) clockTimer {
+	t := c.NewTimer(time.Hour)
+	t.Stop()
+	return clockTimer{t: t}
+}
+
+func (c *clockTimer) C() <-chan time.Time {
+	if !c.armed {
+		return nil
+	}
+	return c.t.C()
+}
+
+func (c *clockTimer) stop() {
+	if c.armed {
+		c.t.Stop()
+		c.armed = false
+	}
+}
+
+func (c *clockTimer) reset(d time.Duration) {
+	c.t.Reset(d)
+	c.armed = true
+}

@@ -1,0 +1,72 @@
+package prober
+
+import (
+	"testing"
+	"time"
+
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+func TestScheduler(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
+	s := newScheduler(clk, time.Second)
+	fired := func() bool {
+		select {
+		case <-s.C():
+			s.fired()
+			return true
+		default:
+			return false
+		}
+	}
+	steps := []struct {
+		name     string
+		advance  time.Duration
+		change   bool
+		wantScan bool // scan at once
+		wantFire bool // deferred scan due
+	}{
+		{name: "first change is scanned at once", change: true, wantScan: true},
+		{name: "change within the interval is deferred", advance: 100 * time.Millisecond, change: true},
+		{name: "more changes are folded", advance: 300 * time.Millisecond, change: true},
+		{name: "not due before the interval ends", advance: 500 * time.Millisecond},
+		{name: "due at the end of the interval", advance: 100 * time.Millisecond, wantFire: true},
+		{name: "quiet second: scanned at once", advance: 2 * time.Second, change: true, wantScan: true},
+	}
+	for _, st := range steps {
+		clk.Step(st.advance)
+		if got := fired(); got != st.wantFire {
+			t.Fatalf("%s: fired = %v, want %v", st.name, got, st.wantFire)
+		}
+		if st.wantFire {
+			s.scanning()
+		}
+		if st.change {
+			got := s.changed()
+			if got != st.wantScan {
+				t.Fatalf("%s: scan now = %v, want %v", st.name, got, st.wantScan)
+			}
+			if got {
+				s.scanning()
+			}
+		}
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	b := backoff{min: time.Second, max: 5 * time.Second}
+	var got []time.Duration
+	for i := 0; i < 5; i++ {
+		got = append(got, b.next())
+	}
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("backoff = %v, want %v", got, want)
+		}
+	}
+	b.reset()
+	if b.next() != time.Second {
+		t.Error("reset did not restart the backoff")
+	}
+}

@@ -1,0 +1,211 @@
+package prober
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// injectWatcher wraps a real fsnotify watcher; it can drop events and
+// inject errors.
+type injectWatcher struct {
+	fsWatcher
+	events chan fsnotify.Event
+	errs   chan error
+	drop   atomic.Bool
+}
+
+func newInjectWatcher() (*injectWatcher, error) {
+	real, err := newFsnotifyWatcher()
+	if err != nil {
+		return nil, err
+	}
+	w := &injectWatcher{fsWatcher: real, events: make(chan fsnotify.Event), errs: make(chan error)}
+	go func() {
+		defer close(w.events)
+		for ev := range real.Events() {
+			if !w.drop.Load() {
+				w.events <- ev
+			}
+		}
+	}()
+	go func() {
+		for err := range real.Errors() {
+			w.errs <- err
+		}
+	}()
+	return w, nil
+}
+
+func (w *injectWatcher) Events() <-chan fsnotify.Event { return w.events }
+func (w *injectWatcher) Errors() <-chan error          { return w.errs }
+
+func TestOverflowInjected(t *testing.T) {
+	root := t.TempDir()
+	w, err := newInjectWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := testOptions(&sink{})
+	opts.newWatcher = func() (fsWatcher, error) { return w, nil }
+	p := newTestProber(t, root, opts)
+	// Events lost: the driver appears on disk unnoticed...
+	w.drop.Store(true)
+	install(t, root, "example.com~lost", "lost", script(capsNoAttach))
+	// ...until the watcher reports an overflow, which forces a rescan.
+	w.errs <- fsnotify.ErrEventOverflow
+	waitFor(t, p, "rescan after overflow", ready("example.com/lost", false))
+	if p.Stats().Overflows != 1 {
+		t.Errorf("overflows = %d, want 1", p.Stats().Overflows)
+	}
+}
+
+// TestOverflowReal overflows the kernel's inotify queue for real: the event
+// loop is held while far more events than fs.inotify.max_queued_events are
+// generated, then a driver is installed, whose event the kernel drops.
+func TestOverflowReal(t *testing.T) {
+	limit := 16384
+	if b, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events"); err == nil {
+		fmt.Sscan(strings.TrimSpace(string(b)), &limit)
+	}
+	if limit > 200000 {
+		t.Skipf("max_queued_events is %d; too many files to create", limit)
+	}
+	root := t.TempDir()
+	hold := make(chan struct{})
+	var once sync.Once
+	held := make(chan struct{})
+	opts := testOptions(&sink{})
+	opts.eventHook = func(fsnotify.Event) {
+		once.Do(func() { close(held); <-hold })
+	}
+	p := newTestProber(t, root, opts)
+	flood := filepath.Join(root, ".flood")
+	if err := os.Mkdir(flood, 0o755); err != nil { // the first event: the loop holds here
+		t.Fatal(err)
+	}
+	<-held
+	for i := 0; i < limit+limit/2+8192; i++ {
+		f, err := os.Create(filepath.Join(root, fmt.Sprintf(".n%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	install(t, root, "example.com~late", "late", script(capsNoAttach))
+	close(hold)
+	// Every queued event is for a dotfile; only the overflow's rescan can
+	// find the driver.
+	waitFor(t, p, "driver installed during the overflow", ready("example.com/late", false))
+	pollUntil(t, "overflow counted", func() bool { return p.Stats().Overflows > 0 })
+}
+
+func TestPluginDirRemoved(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "plugins")
+	s := &sink{}
+	p := newTestProber(t, root, testOptions(s))
+	install(t, root, "example.com~nfs", "nfs", script(capsNoAttach))
+	waitFor(t, p, "install", ready("example.com/nfs", false))
+	if err := os.RemoveAll(root); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, "removal", absent("example.com/nfs"))
+	pollUntil(t, "plugin directory recreated", func() bool {
+		fi, err := os.Stat(root)
+		return err == nil && fi.IsDir()
+	})
+	// The new directory is watched: a new install is seen.
+	install(t, root, "example.com~again", "again", script(capsAttach))
+	waitFor(t, p, "install after recreation", ready("example.com/again", true))
+}
+
+func TestPluginDirUnwritableAtStart(t *testing.T) {
+	// Tests run as root, which ignores directory permissions: a file where
+	// the parent directory should be makes MkdirAll fail the same way a
+	// read-only /usr/libexec does.
+	parent := filepath.Join(t.TempDir(), "libexec")
+	if err := os.WriteFile(parent, nil, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(parent, "volume", "exec")
+	s := &sink{}
+	p := newTestProber(t, root, testOptions(s))
+	snap := p.Snapshot()
+	waitFor(t, p, "problem reported", func(s *Snapshot) bool { return s.Problems[problemPluginDir] != "" })
+	if s.count(ReasonPluginDirUnavailable, "") != 1 {
+		t.Errorf("want one %s event, got %+v (%s)", ReasonPluginDirUnavailable, s.events, describe(snap))
+	}
+	// The directory becomes creatable: the prober recovers by itself.
+	if err := os.Remove(parent); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, "problem cleared", func(s *Snapshot) bool { return s.Problems[problemPluginDir] == "" })
+	install(t, root, "example.com~nfs", "nfs", script(capsNoAttach))
+	waitFor(t, p, "install", ready("example.com/nfs", false))
+	if n := s.count(ReasonPluginDirUnavailable, ""); n != 1 {
+		t.Errorf("retries reported %d times, want once", n)
+	}
+}
+
+func TestSymlinkedDriverDir(t *testing.T) {
+	root := t.TempDir()
+	store := t.TempDir()
+	install(t, store, "v1", "nfs", script(capsAttach))
+	install(t, store, "v2", "nfs", script(capsNoAttach))
+	// A symlinked driver directory present at start is loaded...
+	if err := os.Symlink(filepath.Join(store, "v1"), filepath.Join(root, "example.com~nfs")); err != nil {
+		t.Fatal(err)
+	}
+	p := newTestProber(t, root, testOptions(&sink{}))
+	waitFor(t, p, "symlink at start", ready("example.com/nfs", true))
+	// ...and one created later the same way.
+	if err := os.Symlink(filepath.Join(store, "v2"), filepath.Join(root, "example.com~other")); err != nil {
+		t.Fatal(err)
+	}
+	install(t, store, "v2", "other", script(capsNoAttach))
+	waitFor(t, p, "symlink created later", ready("example.com/other", false))
+	// Changes inside the link's target are seen through the link.
+	install(t, store, "v1", "nfs", script(capsNoAttach))
+	waitFor(t, p, "update in the target", ready("example.com/nfs", false))
+	// Pointing the link elsewhere (atomically, as ln -sfn does) is seen, and
+	// the new target is watched.
+	tmp := filepath.Join(root, ".link")
+	if err := os.Symlink(filepath.Join(store, "v3"), tmp); err != nil {
+		t.Fatal(err)
+	}
+	install(t, store, "v3", "nfs", script(capsAttach))
+	if err := os.Rename(tmp, filepath.Join(root, "example.com~nfs")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, "retargeted link", ready("example.com/nfs", true))
+	install(t, store, "v3", "nfs", script(capsNoAttach))
+	waitFor(t, p, "update in the new target", ready("example.com/nfs", false))
+	if err := os.Remove(filepath.Join(store, "v3", "nfs")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, "removal in the new target", absent("example.com/nfs"))
+}
+
+func TestWatcherErrorIsNotFatal(t *testing.T) {
+	root := t.TempDir()
+	w, err := newInjectWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := testOptions(&sink{})
+	opts.newWatcher = func() (fsWatcher, error) { return w, nil }
+	p := newTestProber(t, root, opts)
+	w.errs <- errors.New("some watch error")
+	install(t, root, "example.com~nfs", "nfs", script(capsNoAttach))
+	waitFor(t, p, "install after an error", ready("example.com/nfs", false))
+}
