@@ -1,0 +1,110 @@
+package pluginwatcher
+
+import (
+	"sync"
+	"time"
+)
+
+// keyGate serialises handler calls per plugin key without blocking workers:
+// a path that finds its key busy is parked and re-queued on unlock.
+type keyGate struct {
+	mu      sync.Mutex
+	busy    map[pluginKey]map[string]struct{}
+	requeue func(path string)
+}
+
+func newKeyGate(requeue func(string)) *keyGate {
+	return &keyGate{busy: map[pluginKey]map[string]struct{}{}, requeue: requeue}
+}
+
+func (g *keyGate) tryLock(key pluginKey, path string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if waiters, ok := g.busy[key]; ok {
+		waiters[path] = struct{}{}
+		return false
+	}
+	g.busy[key] = map[string]struct{}{}
+	return true
+}
+
+func (g *keyGate) unlock(key pluginKey) {
+	g.mu.Lock()
+	waiters := g.busy[key]
+	delete(g.busy, key)
+	g.mu.Unlock()
+	for p := range waiters {
+		g.requeue(p)
+	}
+}
+
+// retryState is the per-socket failure history of one generation.
+type retryState struct {
+	gen          uint64
+	failures     int
+	refused      int
+	firstRefused time.Time
+}
+
+// retries tracks backoff per socket path.
+type retries struct {
+	mu     sync.Mutex
+	base   time.Duration
+	max    time.Duration
+	byPath map[string]*retryState
+}
+
+func newRetries(base, max time.Duration) *retries {
+	return &retries{base: base, max: max, byPath: map[string]*retryState{}}
+}
+
+// next records a failure of (path, gen) and returns the delay before the
+// next attempt: base, 2*base, 4*base, ... capped at max.
+func (r *retries) next(path string, gen uint64) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.stateLocked(path, gen)
+	d := r.base
+	for i := 0; i < st.failures && d < r.max; i++ {
+		d *= 2
+	}
+	st.failures++
+	return min(d, r.max)
+}
+
+// refused records a refused connection and returns how many consecutive
+// refusals were seen and when the first one happened.
+func (r *retries) refused(path string, gen uint64, now time.Time) (int, time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.stateLocked(path, gen)
+	if st.refused == 0 {
+		st.firstRefused = now
+	}
+	st.refused++
+	return st.refused, st.firstRefused
+}
+
+// answered clears the refusal streak: the socket has a listener.
+func (r *retries) answered(path string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if st := r.byPath[path]; st != nil {
+		st.refused = 0
+	}
+}
+
+func (r *retries) forget(path string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.byPath, path)
+}
+
+func (r *retries) stateLocked(path string, gen uint64) *retryState {
+	st := r.byPath[path]
+	if st == nil || st.gen != gen {
+		st = &retryState{gen: gen}
+		r.byPath[path] = st
+	}
+	return st
+}

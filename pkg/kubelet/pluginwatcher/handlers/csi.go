@@ -1,0 +1,70 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"time"
+
+	"k8s.io/kubernetes/pkg/volume/csi"
+
+	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher"
+)
+
+// errCSINotReady is returned until the kubelet initialised its CSI volume
+// plugin; the watcher retries with backoff.
+var errCSINotReady = errors.New("the kubelet's CSI volume plugin is not initialised yet")
+
+// csiHandler forwards to upstream's CSI registration handler, the same
+// object upstream's plugin manager uses (k8s.io/kubernetes/pkg/volume/csi).
+type csiHandler struct {
+	upstream *csi.RegistrationHandler
+	ready    func() bool
+}
+
+var _ pluginwatcher.Handler = &csiHandler{}
+
+// CSI returns the handler for pluginwatcher.CSIPlugin. CSI drivers it
+// registers are stored in the embedded kubelet's CSI driver store and
+// installed on the CSINode object exactly as upstream does, so volumes of
+// those drivers mount.
+//
+// Upstream's handler dereferences state that the kubelet sets while
+// initialising its volume plugins. Until then every call fails with a
+// retriable error instead of crashing the kubelet.
+//
+// Its DeRegisterPlugin ignores the endpoint (upstream removes the driver
+// by name); that is safe here because the watcher only de-registers the
+// socket that currently owns the driver name.
+func CSI() pluginwatcher.Handler {
+	return &csiHandler{upstream: csi.PluginHandler, ready: csiPluginInitialised}
+}
+
+// csiPluginInitialised reports whether the kubelet ran the CSI volume
+// plugin's Init, which sets the handler's (unexported) plugin pointer right
+// after the node-info manager that RegisterPlugin uses. The pointer is
+// only inspected for nil; it is never read through.
+func csiPluginInitialised() bool {
+	f := reflect.ValueOf(csi.PluginHandler).Elem().FieldByName("csiPlugin")
+	return f.IsValid() && !f.IsNil()
+}
+
+func (h *csiHandler) ValidatePlugin(ctx context.Context, name, endpoint string, versions []string) error {
+	if !h.ready() {
+		return errCSINotReady
+	}
+	return h.upstream.ValidatePlugin(ctx, name, endpoint, versions)
+}
+
+func (h *csiHandler) RegisterPlugin(ctx context.Context, name, endpoint string, versions []string, timeout *time.Duration) error {
+	if !h.ready() {
+		return errCSINotReady
+	}
+	return h.upstream.RegisterPlugin(ctx, name, endpoint, versions, timeout)
+}
+
+func (h *csiHandler) DeRegisterPlugin(ctx context.Context, name, endpoint string) {
+	if h.ready() {
+		h.upstream.DeRegisterPlugin(ctx, name, endpoint)
+	}
+}

@@ -1,0 +1,125 @@
+package pluginwatcher
+
+import (
+	"errors"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/metrics"
+)
+
+// Defaults for Options. They are part of the wire contract (README.md).
+const (
+	DefaultDialTimeout    = 1 * time.Second
+	DefaultRPCTimeout     = 5 * time.Second
+	DefaultRetryBase      = 10 * time.Millisecond
+	DefaultRetryMax       = 2 * time.Minute
+	DefaultStaleAttempts  = 5
+	DefaultStaleGrace     = 1 * time.Second
+	DefaultThrottleRate   = 1.0
+	DefaultThrottleBurst  = 5
+	DefaultWorkers        = 16
+	DefaultLogInterval    = 10 * time.Second
+	DefaultLogBudget      = 10
+	defaultDirPermissions = 0o750
+)
+
+// Options configures a Watcher. The zero value of every field selects the
+// documented default.
+type Options struct {
+	// DialTimeout bounds the unix-socket connect. Default 1s.
+	DialTimeout time.Duration
+	// RPCTimeout bounds GetInfo and NotifyRegistrationStatus. Default 5s.
+	RPCTimeout time.Duration
+	// RetryBase and RetryMax shape the per-socket exponential backoff used
+	// after any failure (dial, GetInfo, handler, notify). Defaults 10ms, 2m.
+	RetryBase time.Duration
+	RetryMax  time.Duration
+	// StaleAttempts is how many consecutive "connection refused" results,
+	// spread over at least StaleGrace, make a socket stale; a stale socket
+	// file is deleted. Sockets that accept but answer slowly are never
+	// deleted. Defaults 5 and 1s. A negative StaleAttempts disables removal.
+	StaleAttempts int
+	StaleGrace    time.Duration
+	// ThrottleRate (registrations per second) and ThrottleBurst configure the
+	// token bucket kept per plugin name. Defaults 1/s and 5.
+	ThrottleRate  float64
+	ThrottleBurst int
+	// Workers is the number of sockets processed concurrently. Default 16.
+	Workers int
+	// IdentityPolicy is applied when the socket name does not carry the
+	// plugin name. Default IdentityWarn, so that existing plugins with
+	// free-form socket names keep working.
+	IdentityPolicy IdentityPolicy
+	// PluginClientTimeout is passed to Handler.RegisterPlugin. nil lets the
+	// handler use its own default.
+	PluginClientTimeout *time.Duration
+	// LogInterval and LogBudget rate-limit the watcher's logs and events:
+	// one line per message and plugin per interval, at most LogBudget lines
+	// per interval in total, the rest summarised. Defaults 10s and 10.
+	LogInterval time.Duration
+	LogBudget   int
+	// MetricsRegistry receives the watcher's metrics. nil means
+	// k8s.io/component-base/metrics/legacyregistry.
+	MetricsRegistry metrics.KubeRegistry
+	// Recorder and NodeRef, when both set, receive Node events for
+	// registrations, rejections, throttling and stale-socket removal. Events
+	// are rate-limited like the logs.
+	Recorder record.EventRecorder
+	NodeRef  *v1.ObjectReference
+}
+
+func (o Options) withDefaults() Options {
+	setDuration(&o.DialTimeout, DefaultDialTimeout)
+	setDuration(&o.RPCTimeout, DefaultRPCTimeout)
+	setDuration(&o.RetryBase, DefaultRetryBase)
+	setDuration(&o.RetryMax, DefaultRetryMax)
+	setDuration(&o.StaleGrace, DefaultStaleGrace)
+	setDuration(&o.LogInterval, DefaultLogInterval)
+	if o.StaleAttempts == 0 {
+		o.StaleAttempts = DefaultStaleAttempts
+	}
+	if o.ThrottleRate == 0 {
+		o.ThrottleRate = DefaultThrottleRate
+	}
+	if o.ThrottleBurst == 0 {
+		o.ThrottleBurst = DefaultThrottleBurst
+	}
+	if o.Workers == 0 {
+		o.Workers = DefaultWorkers
+	}
+	if o.LogBudget == 0 {
+		o.LogBudget = DefaultLogBudget
+	}
+	if o.IdentityPolicy == "" {
+		o.IdentityPolicy = IdentityWarn
+	}
+	return o
+}
+
+func setDuration(d *time.Duration, def time.Duration) {
+	if *d == 0 {
+		*d = def
+	}
+}
+
+func (o Options) validate() error {
+	var errs []error
+	if o.IdentityPolicy != IdentityReject && o.IdentityPolicy != IdentityWarn {
+		errs = append(errs, errors.New("identity policy must be Reject or Warn"))
+	}
+	if o.DialTimeout < 0 || o.RPCTimeout < 0 || o.RetryBase < 0 || o.StaleGrace < 0 || o.LogInterval < 0 {
+		errs = append(errs, errors.New("durations must not be negative"))
+	}
+	if o.RetryMax < o.RetryBase {
+		errs = append(errs, errors.New("retry max must be at least retry base"))
+	}
+	if o.ThrottleRate < 0 || o.ThrottleBurst < 1 {
+		errs = append(errs, errors.New("throttle rate must be positive and burst at least 1"))
+	}
+	if o.Workers < 1 || o.LogBudget < 1 {
+		errs = append(errs, errors.New("workers and log budget must be at least 1"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,153 @@
+package pluginwatcher
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+)
+
+// Event reasons posted on the Node when Options.Recorder is set.
+const (
+	EventPluginRegistered     = "PluginRegistered"
+	EventPluginDeregistered   = "PluginDeregistered"
+	EventPluginRejected       = "PluginRegistrationRejected"
+	EventPluginFailed         = "PluginRegistrationFailed"
+	EventPluginThrottled      = "PluginRegistrationThrottled"
+	EventStaleSocketRemoved   = "PluginStaleSocketRemoved"
+	EventPluginDirUnwatchable = "PluginDirectoryUnwatchable"
+)
+
+// reporter emits the operator-facing logs and events. Each (message, plugin)
+// pair is emitted at most once per interval and at most budget lines are
+// emitted per interval in total; what is held back is counted and
+// summarised in one line per interval. Debug detail bypasses it at V(4).
+type reporter struct {
+	interval time.Duration
+	budget   int
+	now      func() time.Time
+	recorder record.EventRecorder
+	ref      *v1.ObjectReference
+
+	mu          sync.Mutex
+	logger      klog.Logger
+	last        map[string]time.Time
+	suppressed  map[string]int
+	windowStart time.Time
+	windowCount int
+}
+
+func newReporter(o Options) *reporter {
+	return &reporter{
+		interval:   o.LogInterval,
+		budget:     o.LogBudget,
+		now:        time.Now,
+		recorder:   o.Recorder,
+		ref:        o.NodeRef,
+		logger:     klog.Background(),
+		last:       map[string]time.Time{},
+		suppressed: map[string]int{},
+	}
+}
+
+// setLogger sets the logger used from now on.
+func (r *reporter) setLogger(logger klog.Logger) {
+	r.mu.Lock()
+	r.logger = logger
+	r.mu.Unlock()
+}
+
+// run flushes summaries until ctx ends.
+func (r *reporter) run(ctx context.Context) {
+	t := time.NewTicker(r.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			r.flush()
+			return
+		case <-t.C:
+			r.flush()
+		}
+	}
+}
+
+func (r *reporter) allow(msg, key string) (klog.Logger, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	if now.Sub(r.windowStart) >= r.interval {
+		r.windowStart, r.windowCount = now, 0
+	}
+	id := msg + "\x00" + key
+	if t, ok := r.last[id]; ok && now.Sub(t) < r.interval || r.windowCount >= r.budget {
+		r.suppressed[msg]++
+		return r.logger, false
+	}
+	r.last[id] = now
+	r.windowCount++
+	return r.logger, true
+}
+
+func (r *reporter) flush() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	for id, t := range r.last {
+		if now.Sub(t) >= r.interval {
+			delete(r.last, id)
+		}
+	}
+	if len(r.suppressed) == 0 {
+		return
+	}
+	total := 0
+	for _, n := range r.suppressed {
+		total += n
+	}
+	r.logger.Info("Suppressed repeated plugin watcher messages", "count", total, "byMessage", r.suppressed, "interval", r.interval)
+	r.suppressed = map[string]int{}
+}
+
+// info logs msg at level 0 and posts a Normal event.
+func (r *reporter) info(msg, key, reason string, kv ...any) {
+	logger, ok := r.allow(msg, key)
+	if !ok {
+		return
+	}
+	logger.Info(msg, kv...)
+	r.event(v1.EventTypeNormal, reason, msg, key, nil)
+}
+
+// warn logs msg as an error and posts a Warning event.
+func (r *reporter) warn(msg, key, reason string, err error, kv ...any) {
+	logger, ok := r.allow(msg, key)
+	if !ok {
+		return
+	}
+	logger.Error(err, msg, kv...)
+	r.event(v1.EventTypeWarning, reason, msg, key, err)
+}
+
+func (r *reporter) event(eventType, reason, msg, key string, err error) {
+	if r.recorder == nil || r.ref == nil || reason == "" {
+		return
+	}
+	text := fmt.Sprintf("%s: %s", msg, key)
+	if err != nil {
+		text = fmt.Sprintf("%s: %v", text, err)
+	}
+	r.recorder.Event(r.ref, eventType, reason, text)
+}
+
+// debug logs detail at V(4); it is never rate-limited.
+func (r *reporter) debug(msg string, kv ...any) {
+	r.mu.Lock()
+	logger := r.logger
+	r.mu.Unlock()
+	logger.V(4).Info(msg, kv...)
+}
