@@ -1,0 +1,74 @@
+package app
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+	utilexec "k8s.io/utils/exec"
+
+	"github.com/nodeplug/nodeplug/cmd/local-volume-provisioner/app/options"
+	"github.com/nodeplug/nodeplug/pkg/localpv/cleanup"
+	"github.com/nodeplug/nodeplug/pkg/localpv/discovery"
+	"github.com/nodeplug/nodeplug/pkg/localpv/report"
+)
+
+func newDiscoverCommand() *cobra.Command {
+	o := options.NewDiscoverOptions()
+	cmd := &cobra.Command{
+		Use:   "discover",
+		Short: "Discovery Job entrypoint: report this node's volumes in the termination message",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return jobFailure(o.TerminationLog, err)
+			}
+			if err := runDiscover(cmd, o); err != nil {
+				return jobFailure(o.TerminationLog, err)
+			}
+			return nil
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+func runDiscover(cmd *cobra.Command, o *options.DiscoverOptions) error {
+	ctx := cmd.Context()
+	r, err := discovery.NewDiscoverer(&discovery.Scanner{}, o.MountInfo).Discover(ctx, o.NodeName, o.Classes)
+	if err != nil {
+		return err
+	}
+	msgs, err := report.Encode(r, o.Shards)
+	if err != nil {
+		return err
+	}
+	if err := writeTerminationMessage(o.TerminationLog, msgs[o.Shard]); err != nil {
+		return err
+	}
+	klog.FromContext(ctx).Info("Discovery finished", "node", o.NodeName, "shard", o.Shard, "bytes", len(msgs[o.Shard]))
+	return nil
+}
+
+func newCleanupCommand() *cobra.Command {
+	o := options.NewCleanupOptions()
+	cmd := &cobra.Command{
+		Use:   "cleanup",
+		Short: "Cleanup Job entrypoint: wipe one volume",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return jobFailure(o.TerminationLog, err)
+			}
+			c := cleanup.NewCleaner(utilexec.New(), &discovery.Scanner{}, o.MountInfo, os.Stdout)
+			req := cleanup.Request{Kind: report.VolumeKind(o.Kind), MountDir: o.MountDir, Path: o.Path, Command: o.Command}
+			if err := c.Clean(cmd.Context(), req); err != nil {
+				return jobFailure(o.TerminationLog, fmt.Errorf("cleanup failed: %w", err))
+			}
+			return writeTerminationMessage(o.TerminationLog, "cleaned "+o.Path)
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}

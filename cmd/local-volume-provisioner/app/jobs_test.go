@@ -1,0 +1,89 @@
+package app
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	logsapi "k8s.io/component-base/logs/api/v1"
+
+	"github.com/nodeplug/nodeplug/pkg/localpv/discovery"
+	"github.com/nodeplug/nodeplug/pkg/localpv/report"
+	"github.com/nodeplug/nodeplug/pkg/localpv/testutil"
+)
+
+func runCommand(t *testing.T, args ...string) error {
+	t.Helper()
+	if err := logsapi.ResetForTest(nil); err != nil {
+		t.Fatal(err)
+	}
+	cmd := NewCommand()
+	cmd.SetArgs(args)
+	cmd.SetOut(&strings.Builder{})
+	cmd.SetErr(&strings.Builder{})
+	return cmd.ExecuteContext(t.Context())
+}
+
+func TestDiscoverCommandWritesShards(t *testing.T) {
+	testutil.RequireRoot(t)
+	root := t.TempDir()
+	testutil.MountTmpfs(t, filepath.Join(root, "vol1"), 1<<20)
+	classes, _ := json.Marshal([]discovery.ClassSpec{{Name: "fast", MountDir: root, VolumeMode: "Filesystem", NamePattern: "*"}})
+	var msgs []string
+	for i := range 2 {
+		log := filepath.Join(t.TempDir(), "termination-log")
+		err := runCommand(t, "discover", "--node-name=n1", "--classes="+string(classes),
+			"--shard="+strconv.Itoa(i), "--shards=2", "--termination-log="+log)
+		if err != nil {
+			t.Fatalf("discover: %v", err)
+		}
+		b, err := os.ReadFile(log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, string(b))
+	}
+	r, err := report.Decode(msgs)
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	if len(r.Classes) != 1 || len(r.Classes[0].Volumes) != 1 || r.Classes[0].Volumes[0].Name != "vol1" {
+		t.Fatalf("unexpected report %+v", r)
+	}
+}
+
+func TestJobCommandsRecordBadFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{name: "discover without node", args: []string{"discover", "--node-name=", `--classes=[{"name":"a","mountDir":"/m"}]`}, wantErr: "--node-name is required"},
+		{name: "discover with bad classes", args: []string{"discover", "--node-name=n", "--classes={"}, wantErr: "--classes is not a JSON list"},
+		{name: "discover with no classes", args: []string{"discover", "--node-name=n", "--classes=[]"}, wantErr: "--classes is empty"},
+		{name: "discover with relative dir", args: []string{"discover", "--node-name=n", `--classes=[{"name":"a","mountDir":"m"}]`}, wantErr: "clean absolute mountDir"},
+		{name: "discover shard out of range", args: []string{"discover", "--node-name=n", `--classes=[{"name":"a","mountDir":"/m"}]`, "--shard=3", "--shards=3"}, wantErr: "--shard must be between 0 and 2"},
+		{name: "discover too many shards", args: []string{"discover", "--node-name=n", `--classes=[{"name":"a","mountDir":"/m"}]`, "--shards=4"}, wantErr: "--shards must be between 1 and 3"},
+		{name: "cleanup bad kind", args: []string{"cleanup", "--kind=x", "--mount-dir=/m", "--path=/m/a"}, wantErr: "--kind must be"},
+		{name: "cleanup relative path", args: []string{"cleanup", "--kind=d", "--mount-dir=/m", "--path=a"}, wantErr: "must be absolute"},
+		{name: "cleanup block without command", args: []string{"cleanup", "--kind=b", "--mount-dir=/m", "--path=/m/a"}, wantErr: "--command is required"},
+		{name: "cleanup bad command", args: []string{"cleanup", "--kind=b", "--mount-dir=/m", "--path=/m/a", "--command=wipefs"}, wantErr: "--command is not a JSON list"},
+		{name: "cleanup refused path", args: []string{"cleanup", "--kind=d", "--mount-dir=/m", "--path=/etc"}, wantErr: "not a direct child"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			log := filepath.Join(t.TempDir(), "termination-log")
+			err := runCommand(t, append(tc.args, "--termination-log="+log)...)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("want error containing %q, got %v", tc.wantErr, err)
+			}
+			b, _ := os.ReadFile(log)
+			if !strings.Contains(string(b), tc.wantErr) {
+				t.Fatalf("termination message %q lacks %q", b, tc.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,175 @@
+package app
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/cel-go/cel"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/nodeplug/localpv-api/config/crd"
+	"github.com/nodeplug/nodeplug/pkg/localpv/config"
+)
+
+const deployDir = "../../../deploy/local-volume-provisioner"
+
+// loadManifests decodes every document of the deploy directory.
+func loadManifests(t *testing.T) []runtime.Object {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(deployDir, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no manifests: %v", err)
+	}
+	var out []runtime.Object
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch filepath.Base(f) {
+		case "crd.yaml":
+			if !bytes.Equal(b, crd.NodeDiskStatesYAML) {
+				t.Errorf("%s differs from the CRD in the localpv-api module", f)
+			}
+			continue
+		case "kustomization.yaml":
+			for _, other := range files {
+				if base := filepath.Base(other); base != "kustomization.yaml" && !bytes.Contains(b, []byte("- "+base)) {
+					t.Errorf("kustomization.yaml does not list %s", base)
+				}
+			}
+			continue
+		}
+		for _, doc := range strings.Split(string(b), "\n---\n") {
+			obj, _, err := scheme.Codecs.UniversalDeserializer().Decode([]byte(doc), nil, nil)
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			out = append(out, obj)
+		}
+	}
+	return out
+}
+
+func TestManifests(t *testing.T) {
+	objs := loadManifests(t)
+	var cfg *config.Configuration
+	var watcher *appsv1.DaemonSet
+	var master *appsv1.Deployment
+	policies, bindings := map[string]*admissionv1.ValidatingAdmissionPolicy{}, map[string]string{}
+	pvWriters := []string{}
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *v1.Namespace:
+			if o.Labels["pod-security.kubernetes.io/enforce"] == "" {
+				t.Error("namespace has no Pod Security label")
+			}
+		case *v1.ConfigMap:
+			var err error
+			if cfg, _, err = config.Parse(o.Data); err != nil {
+				t.Fatalf("example ConfigMap is invalid: %v", err)
+			}
+		case *appsv1.DaemonSet:
+			watcher = o
+		case *appsv1.Deployment:
+			master = o
+		case *rbacv1.ClusterRole:
+			for _, r := range o.Rules {
+				if slices.Contains(r.Resources, "persistentvolumes") && slices.ContainsFunc(r.Verbs, isWrite) {
+					pvWriters = append(pvWriters, o.Name)
+				}
+			}
+		case *admissionv1.ValidatingAdmissionPolicy:
+			policies[o.Name] = o
+		case *admissionv1.ValidatingAdmissionPolicyBinding:
+			bindings[o.Name] = o.Spec.PolicyName
+		}
+	}
+	if !slices.Equal(pvWriters, []string{"local-volume-provisioner-master"}) {
+		t.Errorf("PV writers = %v, want only the master", pvWriters)
+	}
+	if master == nil || *master.Spec.Replicas != 2 || !slices.Contains(master.Spec.Template.Spec.Containers[0].Args, "--leader-elect=true") {
+		t.Error("master must be a 2-replica Deployment with leader election")
+	}
+	for _, ps := range []*v1.PodSpec{&master.Spec.Template.Spec, &watcher.Spec.Template.Spec} {
+		for _, c := range ps.Containers {
+			if c.Image != "nodeplug/local-volume-provisioner:dev" || c.ImagePullPolicy != v1.PullIfNotPresent {
+				t.Errorf("container %s: image %s %s", c.Name, c.Image, c.ImagePullPolicy)
+			}
+		}
+	}
+	mounts := map[string]v1.VolumeMount{}
+	for _, m := range watcher.Spec.Template.Spec.Containers[0].VolumeMounts {
+		mounts[m.MountPath] = m
+	}
+	for name, mc := range cfg.StorageClassMap {
+		m, ok := mounts[mc.MountDir]
+		if !ok || m.MountPropagation == nil || *m.MountPropagation != v1.MountPropagationHostToContainer {
+			t.Errorf("watcher does not mount class %s at %s with HostToContainer propagation", name, mc.MountDir)
+		}
+	}
+	checkPolicy(t, policies, bindings, watcher)
+}
+
+func checkPolicy(t *testing.T, policies map[string]*admissionv1.ValidatingAdmissionPolicy, bindings map[string]string, watcher *appsv1.DaemonSet) {
+	t.Helper()
+	if len(policies) != 1 {
+		t.Fatalf("want one admission policy, got %d", len(policies))
+	}
+	for name, p := range policies {
+		found := false
+		for _, pol := range bindings {
+			found = found || pol == name
+		}
+		if !found {
+			t.Errorf("policy %s has no binding", name)
+		}
+		user := "system:serviceaccount:" + watcher.Namespace + ":" + watcher.Spec.Template.Spec.ServiceAccountName
+		if len(p.Spec.MatchConditions) != 1 || !strings.Contains(p.Spec.MatchConditions[0].Expression, user) {
+			t.Errorf("policy %s does not match the watcher's user %s", name, user)
+		}
+		if !strings.Contains(p.Spec.Variables[0].Expression, "authentication.kubernetes.io/node-name") {
+			t.Errorf("policy %s does not use the node-name claim", name)
+		}
+		exprs := []string{p.Spec.MatchConditions[0].Expression}
+		for _, v := range p.Spec.Variables {
+			exprs = append(exprs, v.Expression)
+		}
+		for _, v := range p.Spec.Validations {
+			exprs = append(exprs, v.Expression, v.MessageExpression)
+		}
+		checkCEL(t, exprs)
+	}
+}
+
+func isWrite(verb string) bool {
+	return verb == "*" || verb == "create" || verb == "update" || verb == "patch" || verb == "delete" || verb == "deletecollection"
+}
+
+// checkCEL compiles each expression with the admission variables declared as
+// dynamic values, which catches syntax errors and unknown top-level names.
+func checkCEL(t *testing.T, exprs []string) {
+	t.Helper()
+	env, err := cel.NewEnv(cel.Variable("request", cel.DynType), cel.Variable("object", cel.DynType),
+		cel.Variable("oldObject", cel.DynType), cel.Variable("variables", cel.DynType))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range exprs {
+		if e == "" {
+			continue
+		}
+		if _, iss := env.Compile(e); iss.Err() != nil {
+			t.Errorf("CEL expression %q does not compile: %v", e, iss.Err())
+		}
+	}
+}

@@ -1,0 +1,191 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/klog/v2"
+
+	"github.com/nodeplug/localpv-api/localpv/v1alpha1"
+	"github.com/nodeplug/nodeplug/cmd/local-volume-provisioner/app/options"
+	"github.com/nodeplug/nodeplug/pkg/localpv/config"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller"
+	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
+	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
+)
+
+func newMasterCommand() *cobra.Command {
+	o := options.NewMasterOptions()
+	cmd := &cobra.Command{
+		Use:   "master",
+		Short: "Run the master: the only component that writes PersistentVolumes",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return runMaster(cmd.Context(), o)
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+func restConfig(kubeconfig string, qps float32, burst int) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("failed to build client configuration: %w", err)
+	}
+	cfg.QPS, cfg.Burst = qps, burst
+	cfg.UserAgent = "local-volume-provisioner"
+	return cfg, nil
+}
+
+func runMaster(ctx context.Context, o *options.MasterOptions) error {
+	logger := klog.FromContext(ctx)
+	cfg, warnings, err := config.LoadDir(o.ConfigDir)
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		logger.Info("Configuration warning", "warning", w)
+	}
+	rc, err := restConfig(o.Kubeconfig, o.KubeAPIQPS, o.KubeAPIBurst)
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return fmt.Errorf("failed to create client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return fmt.Errorf("failed to create dynamic client: %w", err)
+	}
+	metrics.Register()
+	serveMetrics(ctx, o.MetricsAddress)
+
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "local-volume-provisioner"})
+
+	run := func(ctx context.Context) error { return runController(ctx, o, cfg, kube, dyn, recorder) }
+	if !o.LeaderElect {
+		return run(ctx)
+	}
+	return runLeaderElected(ctx, o, kube, recorder, run)
+}
+
+func runController(ctx context.Context, o *options.MasterOptions, cfg *config.Configuration, kube kubernetes.Interface,
+	dyn dynamic.Interface, recorder record.EventRecorder) error {
+	cluster := informers.NewSharedInformerFactory(kube, 0)
+	own := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(o.Namespace),
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+			lo.LabelSelector = jobs.LabelManagedBy + "=" + jobs.ManagedByValue
+		}))
+	notif := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	inf := controller.Informers{
+		Nodes: cluster.Core().V1().Nodes(), PVs: cluster.Core().V1().PersistentVolumes(),
+		StorageClasses: cluster.Storage().V1().StorageClasses(), Jobs: own.Batch().V1().Jobs(),
+		Pods: own.Core().V1().Pods(), Notifications: notif.ForResource(v1alpha1.SchemeGroupVersionResource).Informer(),
+	}
+	c, err := controller.New(kube, inf, recorder, controller.Options{
+		Config: cfg, ProvisionerName: o.ProvisionerName, DiscoveryQPS: o.DiscoveryQPS, DiscoveryBurst: o.DiscoveryBurst,
+		RetryBase: o.RetryBase, RetryMax: o.RetryMax,
+		Jobs: jobs.Params{Namespace: o.Namespace, Image: o.Image, ImagePullPolicy: v1.PullPolicy(o.ImagePullPolicy),
+			DiscoveryShards: o.DiscoveryShards, DiscoveryTTL: int32(o.DiscoveryTTL.Seconds()), CleanupTTL: int32(o.CleanupTTL.Seconds()),
+			DiscoveryDeadline: int64(o.DiscoveryDeadline.Seconds()), PriorityClassName: o.PriorityClassName},
+	})
+	if err != nil {
+		return err
+	}
+	cluster.Start(ctx.Done())
+	own.Start(ctx.Done())
+	notif.Start(ctx.Done())
+	defer cluster.Shutdown()
+	defer own.Shutdown()
+	defer notif.Shutdown()
+	c.Run(ctx, o.Workers)
+	return nil
+}
+
+var errLeadershipLost = errors.New("leader election lost")
+
+func runLeaderElected(ctx context.Context, o *options.MasterOptions, kube kubernetes.Interface, recorder record.EventRecorder,
+	run func(context.Context) error) error {
+	host, _ := os.Hostname()
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.Namespace, o.LeaseName, kube.CoreV1(), kube.CoordinationV1(),
+		resourcelock.ResourceLockConfig{Identity: host + "_" + uuid.NewString(), EventRecorder: recorder})
+	if err != nil {
+		return fmt.Errorf("failed to create leader lock: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var runErr error
+	lost := false
+	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+		Lock: lock, Name: o.LeaseName, ReleaseOnCancel: true,
+		LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				runErr = run(ctx)
+				cancel()
+			},
+			OnStoppedLeading: func() {
+				lost = ctx.Err() == nil
+				cancel()
+			},
+		},
+	})
+	if runErr != nil {
+		return runErr
+	}
+	if lost {
+		// The caller exits; a new process must not keep stale caches.
+		return errLeadershipLost
+	}
+	return nil
+}
+
+// serveMetrics serves /metrics and /healthz until ctx ends.
+func serveMetrics(ctx context.Context, addr string) {
+	if addr == "" {
+		return
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", legacyregistry.Handler())
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			klog.FromContext(ctx).Error(err, "Metrics server failed", "address", addr)
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+}

@@ -1,0 +1,120 @@
+// Package options holds the flags of each local-volume-provisioner subcommand.
+package options
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+
+	"github.com/nodeplug/nodeplug/pkg/localpv/discovery"
+	"github.com/nodeplug/nodeplug/pkg/localpv/report"
+)
+
+// DefaultTerminationLog is the kubelet's default terminationMessagePath.
+const DefaultTerminationLog = "/dev/termination-log"
+
+// DiscoverOptions are the flags of the discover Job entrypoint.
+type DiscoverOptions struct {
+	NodeName       string
+	ClassesJSON    string
+	Shard          int
+	Shards         int
+	TerminationLog string
+	MountInfo      string
+
+	// Classes is filled by Validate.
+	Classes []discovery.ClassSpec
+}
+
+// NewDiscoverOptions returns the defaults.
+func NewDiscoverOptions() *DiscoverOptions {
+	return &DiscoverOptions{NodeName: os.Getenv("NODE_NAME"), Shards: 1,
+		TerminationLog: DefaultTerminationLog, MountInfo: discovery.SelfMountInfo}
+}
+
+// AddFlags registers the flags.
+func (o *DiscoverOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.NodeName, "node-name", o.NodeName, "Node this Job runs on (default $NODE_NAME).")
+	fs.StringVar(&o.ClassesJSON, "classes", o.ClassesJSON, "JSON list of the classes to scan, written by the master.")
+	fs.IntVar(&o.Shard, "shard", o.Shard, "Index of this container's part of the report.")
+	fs.IntVar(&o.Shards, "shards", o.Shards, fmt.Sprintf("Number of discovery containers in the pod (1-%d).", report.MaxShards))
+	fs.StringVar(&o.TerminationLog, "termination-log", o.TerminationLog, "File the report is written to.")
+	fs.StringVar(&o.MountInfo, "mountinfo", o.MountInfo, "Mount table to read.")
+}
+
+// Validate checks the flags and decodes --classes.
+func (o *DiscoverOptions) Validate() error {
+	var errs []error
+	if o.NodeName == "" {
+		errs = append(errs, errors.New("--node-name is required"))
+	}
+	if o.Shards < 1 || o.Shards > report.MaxShards {
+		errs = append(errs, fmt.Errorf("--shards must be between 1 and %d", report.MaxShards))
+	}
+	if o.Shard < 0 || o.Shard >= o.Shards {
+		errs = append(errs, fmt.Errorf("--shard must be between 0 and %d", o.Shards-1))
+	}
+	if err := json.Unmarshal([]byte(o.ClassesJSON), &o.Classes); err != nil {
+		errs = append(errs, fmt.Errorf("--classes is not a JSON list of classes: %w", err))
+	} else if len(o.Classes) == 0 {
+		errs = append(errs, errors.New("--classes is empty"))
+	}
+	for _, c := range o.Classes {
+		if c.Name == "" || !filepath.IsAbs(c.MountDir) || filepath.Clean(c.MountDir) != c.MountDir {
+			errs = append(errs, fmt.Errorf("--classes: class %q needs a name and a clean absolute mountDir", c.Name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CleanupOptions are the flags of the cleanup Job entrypoint.
+type CleanupOptions struct {
+	Kind           string
+	MountDir       string
+	Path           string
+	CommandJSON    string
+	TerminationLog string
+	MountInfo      string
+
+	// Command is filled by Validate.
+	Command []string
+}
+
+// NewCleanupOptions returns the defaults.
+func NewCleanupOptions() *CleanupOptions {
+	return &CleanupOptions{TerminationLog: DefaultTerminationLog, MountInfo: discovery.SelfMountInfo}
+}
+
+// AddFlags registers the flags.
+func (o *CleanupOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Kind, "kind", o.Kind, `Kind of volume: "d" (directory) or "b" (block device).`)
+	fs.StringVar(&o.MountDir, "mount-dir", o.MountDir, "Class directory inside the container.")
+	fs.StringVar(&o.Path, "path", o.Path, "Volume inside the container; a direct child of --mount-dir.")
+	fs.StringVar(&o.CommandJSON, "command", o.CommandJSON, "JSON argv of the block cleaner.")
+	fs.StringVar(&o.TerminationLog, "termination-log", o.TerminationLog, "File a failure is written to.")
+	fs.StringVar(&o.MountInfo, "mountinfo", o.MountInfo, "Mount table to read.")
+}
+
+// Validate checks the flags and decodes --command.
+func (o *CleanupOptions) Validate() error {
+	var errs []error
+	if o.Kind != string(report.KindDirectory) && o.Kind != string(report.KindBlock) {
+		errs = append(errs, fmt.Errorf("--kind must be %q or %q", report.KindDirectory, report.KindBlock))
+	}
+	if !filepath.IsAbs(o.MountDir) || !filepath.IsAbs(o.Path) {
+		errs = append(errs, errors.New("--mount-dir and --path must be absolute"))
+	}
+	if o.CommandJSON != "" {
+		if err := json.Unmarshal([]byte(o.CommandJSON), &o.Command); err != nil {
+			errs = append(errs, fmt.Errorf("--command is not a JSON list of strings: %w", err))
+		}
+	}
+	if o.Kind == string(report.KindBlock) && len(o.Command) == 0 {
+		errs = append(errs, errors.New("--command is required for block volumes"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,119 @@
+package options
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodeplug/nodeplug/pkg/localpv/report"
+)
+
+// MasterOptions are the flags of the master.
+type MasterOptions struct {
+	Kubeconfig      string
+	Namespace       string
+	ConfigDir       string
+	Image           string
+	ImagePullPolicy string
+	ProvisionerName string
+	Workers         int
+
+	KubeAPIQPS     float32
+	KubeAPIBurst   int
+	DiscoveryQPS   float64
+	DiscoveryBurst int
+
+	DiscoveryShards   int
+	DiscoveryTTL      time.Duration
+	DiscoveryDeadline time.Duration
+	CleanupTTL        time.Duration
+	RetryBase         time.Duration
+	RetryMax          time.Duration
+	PriorityClassName string
+
+	MetricsAddress string
+
+	LeaderElect   bool
+	LeaseName     string
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
+}
+
+// NewMasterOptions returns the defaults. The namespace and image default to
+// the POD_NAMESPACE and JOB_IMAGE environment variables.
+func NewMasterOptions() *MasterOptions {
+	return &MasterOptions{
+		Namespace: os.Getenv("POD_NAMESPACE"), ConfigDir: "/etc/provisioner/config", Image: os.Getenv("JOB_IMAGE"),
+		ImagePullPolicy: string(v1.PullIfNotPresent), ProvisionerName: "nodeplug.io/local-volume-provisioner", Workers: 4,
+		KubeAPIQPS: 50, KubeAPIBurst: 100, DiscoveryQPS: 10, DiscoveryBurst: 20,
+		DiscoveryShards: report.MaxShards, DiscoveryTTL: 5 * time.Minute, DiscoveryDeadline: 5 * time.Minute,
+		CleanupTTL: 24 * time.Hour, RetryBase: 10 * time.Second, RetryMax: 30 * time.Minute,
+		MetricsAddress: ":8080", LeaderElect: true, LeaseName: "local-volume-provisioner",
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+	}
+}
+
+// AddFlags registers the flags.
+func (o *MasterOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig; empty means in-cluster.")
+	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "Namespace of the Jobs and the leader lease (default $POD_NAMESPACE).")
+	fs.StringVar(&o.ConfigDir, "config-dir", o.ConfigDir, "Directory where the provisioner ConfigMap is mounted.")
+	fs.StringVar(&o.Image, "job-image", o.Image, "Image of discovery and cleanup Jobs (default $JOB_IMAGE).")
+	fs.StringVar(&o.ImagePullPolicy, "job-image-pull-policy", o.ImagePullPolicy, "Pull policy of Job images.")
+	fs.StringVar(&o.ProvisionerName, "provisioner-name", o.ProvisionerName, "Value of the pv.kubernetes.io/provisioned-by annotation.")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "Concurrent syncs.")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Client QPS towards the apiserver.")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Client burst towards the apiserver.")
+	fs.Float64Var(&o.DiscoveryQPS, "discovery-qps", o.DiscoveryQPS, "Discovery Jobs created per second, cluster-wide.")
+	fs.IntVar(&o.DiscoveryBurst, "discovery-burst", o.DiscoveryBurst, "Burst of discovery Job creations.")
+	fs.IntVar(&o.DiscoveryShards, "discovery-shards", o.DiscoveryShards, fmt.Sprintf("Containers per discovery pod, each carrying 4 KiB of report (1-%d).", report.MaxShards))
+	fs.DurationVar(&o.DiscoveryTTL, "discovery-job-ttl", o.DiscoveryTTL, "ttlSecondsAfterFinished of discovery Jobs.")
+	fs.DurationVar(&o.DiscoveryDeadline, "discovery-job-deadline", o.DiscoveryDeadline, "activeDeadlineSeconds of discovery Jobs.")
+	fs.DurationVar(&o.CleanupTTL, "cleanup-job-ttl", o.CleanupTTL, "ttlSecondsAfterFinished of cleanup Jobs; their finalizer keeps them until handled.")
+	fs.DurationVar(&o.RetryBase, "retry-base", o.RetryBase, "First backoff after a failed Job; doubles per failure.")
+	fs.DurationVar(&o.RetryMax, "retry-max", o.RetryMax, "Largest backoff after failed Jobs.")
+	fs.StringVar(&o.PriorityClassName, "job-priority-class", o.PriorityClassName, "priorityClassName of Job pods.")
+	fs.StringVar(&o.MetricsAddress, "metrics-address", o.MetricsAddress, "Address of /metrics and /healthz; empty disables.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader among replicas with a Lease.")
+	fs.StringVar(&o.LeaseName, "leader-elect-lease-name", o.LeaseName, "Name of the leader Lease.")
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "Lease duration.")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "Renew deadline.")
+	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "Retry period.")
+}
+
+// Validate checks the flags.
+func (o *MasterOptions) Validate() error {
+	var errs []error
+	if o.Namespace == "" {
+		errs = append(errs, errors.New("--namespace (or $POD_NAMESPACE) is required"))
+	}
+	if o.Image == "" {
+		errs = append(errs, errors.New("--job-image (or $JOB_IMAGE) is required"))
+	}
+	switch v1.PullPolicy(o.ImagePullPolicy) {
+	case v1.PullAlways, v1.PullIfNotPresent, v1.PullNever:
+	default:
+		errs = append(errs, fmt.Errorf("--job-image-pull-policy %q is not Always, IfNotPresent or Never", o.ImagePullPolicy))
+	}
+	if o.Workers < 1 || o.KubeAPIQPS <= 0 || o.KubeAPIBurst < 1 || o.DiscoveryQPS <= 0 || o.DiscoveryBurst < 1 {
+		errs = append(errs, errors.New("--workers, --kube-api-qps, --kube-api-burst, --discovery-qps and --discovery-burst must be positive"))
+	}
+	if o.DiscoveryShards < 1 || o.DiscoveryShards > report.MaxShards {
+		errs = append(errs, fmt.Errorf("--discovery-shards must be between 1 and %d", report.MaxShards))
+	}
+	if o.RetryBase <= 0 || o.RetryMax < o.RetryBase {
+		errs = append(errs, errors.New("--retry-base must be positive and not above --retry-max"))
+	}
+	if o.CleanupTTL < o.RetryMax {
+		errs = append(errs, errors.New("--cleanup-job-ttl must not be below --retry-max"))
+	}
+	if o.LeaderElect && !(o.LeaseDuration > o.RenewDeadline && o.RenewDeadline > o.RetryPeriod && o.RetryPeriod > 0) {
+		errs = append(errs, errors.New("leader election needs lease duration > renew deadline > retry period > 0"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,63 @@
+package options
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMasterValidate(t *testing.T) {
+	valid := func() *MasterOptions {
+		o := NewMasterOptions()
+		o.Namespace, o.Image = "lpv", "nodeplug/local-volume-provisioner:dev"
+		return o
+	}
+	if err := valid().Validate(); err != nil {
+		t.Fatalf("defaults with namespace and image must be valid: %v", err)
+	}
+	tests := []struct {
+		name    string
+		mutate  func(*MasterOptions)
+		wantErr string
+	}{
+		{name: "no namespace", mutate: func(o *MasterOptions) { o.Namespace = "" }, wantErr: "--namespace"},
+		{name: "no image", mutate: func(o *MasterOptions) { o.Image = "" }, wantErr: "--job-image"},
+		{name: "bad pull policy", mutate: func(o *MasterOptions) { o.ImagePullPolicy = "Sometimes" }, wantErr: "--job-image-pull-policy"},
+		{name: "zero qps", mutate: func(o *MasterOptions) { o.DiscoveryQPS = 0 }, wantErr: "must be positive"},
+		{name: "too many shards", mutate: func(o *MasterOptions) { o.DiscoveryShards = 4 }, wantErr: "--discovery-shards"},
+		{name: "retry max below base", mutate: func(o *MasterOptions) { o.RetryMax = time.Second }, wantErr: "--retry-base"},
+		{name: "cleanup ttl below retry max", mutate: func(o *MasterOptions) { o.CleanupTTL = time.Minute }, wantErr: "--cleanup-job-ttl"},
+		{name: "bad lease timings", mutate: func(o *MasterOptions) { o.RenewDeadline = time.Minute }, wantErr: "lease duration"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := valid()
+			tc.mutate(o)
+			if err := o.Validate(); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("want %q, got %v", tc.wantErr, err)
+			}
+		})
+	}
+}
+
+func TestWatcherValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		mutate  func(*WatcherOptions)
+		wantErr string
+	}{
+		{name: "no node", mutate: func(o *WatcherOptions) { o.NodeName = "" }, wantErr: "--node-name"},
+		{name: "fast resync", mutate: func(o *WatcherOptions) { o.Resync = time.Millisecond }, wantErr: "--resync-period"},
+		{name: "negative debounce", mutate: func(o *WatcherOptions) { o.Debounce = -1 }, wantErr: "--debounce"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := NewWatcherOptions()
+			o.NodeName = "n"
+			tc.mutate(o)
+			if err := o.Validate(); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("want %q, got %v", tc.wantErr, err)
+			}
+		})
+	}
+}

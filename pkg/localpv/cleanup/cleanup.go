@@ -1,0 +1,170 @@
+// Package cleanup is the node-side work of a cleanup Job: it wipes one volume
+// so that the next tenant finds nothing of the previous one. A filesystem
+// volume loses its contents but keeps its mount point; a block device is
+// handed to the class's configured command.
+//
+// The request comes from the master, but the Job re-checks it on the node:
+// the path must be a direct child of the class directory, a filesystem
+// volume must still be a mount point (a missing disk must not be reported as
+// wiped), and a block entry must resolve to a block device under /dev.
+package cleanup
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/klog/v2"
+	utilexec "k8s.io/utils/exec"
+
+	"github.com/nodeplug/nodeplug/pkg/localpv/config"
+	"github.com/nodeplug/nodeplug/pkg/localpv/discovery"
+	"github.com/nodeplug/nodeplug/pkg/localpv/report"
+)
+
+// Request describes the volume to wipe, with container paths.
+type Request struct {
+	// Kind is the kind of entry discovery reported.
+	Kind report.VolumeKind
+	// MountDir is the class directory inside the container.
+	MountDir string
+	// Path is the volume inside the container; a direct child of MountDir.
+	Path string
+	// Command is the block cleaner argv; used only for block entries.
+	Command []string
+}
+
+// Cleaner wipes volumes.
+type Cleaner interface {
+	// Clean wipes one volume. It is idempotent: wiping a clean volume
+	// succeeds.
+	Clean(ctx context.Context, req Request) error
+}
+
+type cleaner struct {
+	exec          utilexec.Interface
+	scanner       *discovery.Scanner
+	mountInfoPath string
+	output        io.Writer
+}
+
+var _ Cleaner = &cleaner{}
+
+// NewCleaner returns a Cleaner that runs block commands through exec and
+// copies their output to output (the Job's log).
+func NewCleaner(exec utilexec.Interface, scanner *discovery.Scanner, mountInfoPath string, output io.Writer) Cleaner {
+	return &cleaner{exec: exec, scanner: scanner, mountInfoPath: mountInfoPath, output: output}
+}
+
+func (c *cleaner) Clean(ctx context.Context, req Request) error {
+	if filepath.Clean(req.Path) != req.Path || filepath.Dir(req.Path) != req.MountDir || !config.Within(req.Path, req.MountDir) || req.Path == req.MountDir {
+		return fmt.Errorf("refusing to clean %s: not a direct child of %s", req.Path, req.MountDir)
+	}
+	switch req.Kind {
+	case report.KindDirectory:
+		return c.cleanDirectory(ctx, req.Path)
+	case report.KindBlock:
+		return c.cleanBlock(ctx, req)
+	}
+	return fmt.Errorf("refusing to clean %s: unknown kind %q", req.Path, req.Kind)
+}
+
+func (c *cleaner) cleanDirectory(ctx context.Context, p string) error {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return fmt.Errorf("failed to stat %s: %w", p, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("refusing to clean %s: not a directory (mode %s)", p, fi.Mode())
+	}
+	mps, err := discovery.MountPoints(c.mountInfoPath)
+	if err != nil {
+		return err
+	}
+	if !mps[p] {
+		return fmt.Errorf("refusing to clean %s: not a mount point, the disk may be missing", p)
+	}
+	entries, err := os.ReadDir(p)
+	if err != nil {
+		return fmt.Errorf("failed to list %s: %w", p, err)
+	}
+	logger := klog.FromContext(ctx)
+	var errs []string
+	for _, e := range entries {
+		// os.RemoveAll works with unlinkat/openat and never follows a
+		// symlink planted by the previous tenant.
+		if err := os.RemoveAll(filepath.Join(p, e.Name())); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("failed to remove %d entries of %s: %s", len(errs), p, strings.Join(errs, "; "))
+	}
+	logger.Info("Removed volume contents", "path", p, "entries", len(entries))
+	return nil
+}
+
+func (c *cleaner) cleanBlock(ctx context.Context, req Request) error {
+	if len(req.Command) == 0 {
+		return fmt.Errorf("refusing to clean %s: no block cleaner command configured", req.Path)
+	}
+	fi, err := os.Lstat(req.Path)
+	if err != nil {
+		return fmt.Errorf("failed to stat %s: %w", req.Path, err)
+	}
+	if fi.Mode()&fs.ModeSymlink == 0 && (fi.Mode()&fs.ModeDevice == 0 || fi.Mode()&fs.ModeCharDevice != 0) {
+		return fmt.Errorf("refusing to clean %s: not a block device or a symlink to one", req.Path)
+	}
+	dev, err := c.scanner.ResolveDevice(req.Path)
+	if err != nil {
+		return fmt.Errorf("refusing to clean %s: %w", req.Path, err)
+	}
+	argv := ExpandCommand(req.Command, dev)
+	cmd := c.exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.SetEnv(append(os.Environ(), config.BlockDeviceVariable+"="+dev))
+	var tail tailBuffer
+	out := io.MultiWriter(c.output, &tail)
+	cmd.SetStdout(out)
+	cmd.SetStderr(out)
+	klog.FromContext(ctx).Info("Running block cleaner", "device", dev, "command", argv)
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("block cleaner %q failed on %s: %w: %s", argv[0], dev, err, tail.String())
+	}
+	return nil
+}
+
+// ExpandCommand replaces $(LOCAL_PV_BLKDEVICE) in every argument.
+func ExpandCommand(command []string, dev string) []string {
+	out := make([]string, len(command))
+	for i, a := range command {
+		out[i] = strings.ReplaceAll(a, "$("+config.BlockDeviceVariable+")", dev)
+	}
+	return out
+}
+
+// tailBuffer keeps the last bytes written, for error messages.
+type tailBuffer struct{ b bytes.Buffer }
+
+const tailBytes = 1024
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.b.Write(p)
+	if t.b.Len() > 2*tailBytes {
+		keep := t.b.Bytes()[t.b.Len()-tailBytes:]
+		t.b = *bytes.NewBuffer(append([]byte(nil), keep...))
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	s := t.b.String()
+	if len(s) > tailBytes {
+		s = s[len(s)-tailBytes:]
+	}
+	return strings.TrimSpace(s)
+}

@@ -1,0 +1,215 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	batchinformers "k8s.io/client-go/informers/batch/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	storageinformers "k8s.io/client-go/informers/storage/v1"
+	"k8s.io/client-go/kubernetes"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/nodeplug/nodeplug/pkg/localpv/config"
+	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
+)
+
+// Controller is the provisioner master.
+type Controller interface {
+	// Run starts the workers and blocks until ctx is done. The informers
+	// must have been started by the caller.
+	Run(ctx context.Context, workers int)
+}
+
+// Options configure the master.
+type Options struct {
+	// Config is the parsed ConfigMap.
+	Config *config.Configuration
+	// Jobs are the settings of the Jobs the master creates.
+	Jobs jobs.Params
+	// ProvisionerName goes into the pv.kubernetes.io/provisioned-by annotation.
+	ProvisionerName string
+	// DiscoveryQPS and DiscoveryBurst limit how fast discovery Jobs are created.
+	DiscoveryQPS   float64
+	DiscoveryBurst int
+	// RetryBase and RetryMax bound the backoff of failed Jobs.
+	RetryBase, RetryMax time.Duration
+	// Clock is the time source; nil means the real clock.
+	Clock clock.WithTicker
+}
+
+// Informers are what the master watches. Jobs and Pods must be limited to
+// the master's namespace and to objects labelled
+// app.kubernetes.io/managed-by=local-volume-provisioner.
+type Informers struct {
+	Nodes          coreinformers.NodeInformer
+	PVs            coreinformers.PersistentVolumeInformer
+	StorageClasses storageinformers.StorageClassInformer
+	Jobs           batchinformers.JobInformer
+	Pods           coreinformers.PodInformer
+	// Notifications watches localpv.nodeplug.io NodeDiskState objects
+	// through a dynamic informer.
+	Notifications cache.SharedIndexInformer
+}
+
+type controller struct {
+	kube     kubernetes.Interface
+	recorder record.EventRecorder
+	opts     Options
+	cfg      *config.Configuration
+	clock    clock.WithTicker
+	limiter  *rate.Limiter
+
+	nodeLister corelisters.NodeLister
+	pvLister   corelisters.PersistentVolumeLister
+	pvIndexer  cache.Indexer
+	scLister   storagelisters.StorageClassLister
+	jobLister  batchlisters.JobLister
+	jobIndexer cache.Indexer
+	podLister  corelisters.PodLister
+	synced     []cache.InformerSynced
+
+	queue workqueue.TypedRateLimitingInterface[string]
+
+	mu    sync.Mutex
+	nodes map[string]*nodeState
+	// seenJobs holds finished Jobs whose result was already counted in
+	// metrics and events.
+	seenJobs map[string]bool
+}
+
+var _ Controller = &controller{}
+
+// New returns the master. It registers its event handlers and indexers on
+// the informers.
+func New(kube kubernetes.Interface, inf Informers, recorder record.EventRecorder, opts Options) (Controller, error) {
+	return newController(kube, inf, recorder, opts)
+}
+
+func newController(kube kubernetes.Interface, inf Informers, recorder record.EventRecorder, opts Options) (*controller, error) {
+	if opts.Config == nil {
+		return nil, fmt.Errorf("no configuration")
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.DiscoveryQPS <= 0 {
+		opts.DiscoveryQPS = float64(rate.Inf)
+	}
+	if opts.RetryBase <= 0 {
+		opts.RetryBase = 10 * time.Second
+	}
+	if opts.RetryMax < opts.RetryBase {
+		opts.RetryMax = max(opts.RetryBase, 30*time.Minute)
+	}
+	c := &controller{
+		kube: kube, recorder: recorder, opts: opts, cfg: opts.Config, clock: opts.Clock,
+		limiter:    rate.NewLimiter(rate.Limit(opts.DiscoveryQPS), max(opts.DiscoveryBurst, 1)),
+		nodeLister: inf.Nodes.Lister(), pvLister: inf.PVs.Lister(), pvIndexer: inf.PVs.Informer().GetIndexer(),
+		scLister: inf.StorageClasses.Lister(), jobLister: inf.Jobs.Lister(), jobIndexer: inf.Jobs.Informer().GetIndexer(),
+		podLister: inf.Pods.Lister(),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, opts.RetryMax),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "local_volume_provisioner", Clock: opts.Clock}),
+		nodes:    map[string]*nodeState{},
+		seenJobs: map[string]bool{},
+	}
+	if err := inf.PVs.Informer().AddIndexers(pvIndexers); err != nil {
+		return nil, fmt.Errorf("failed to add PV indexers: %w", err)
+	}
+	if err := inf.Jobs.Informer().AddIndexers(jobIndexers); err != nil {
+		return nil, fmt.Errorf("failed to add Job indexers: %w", err)
+	}
+	if err := c.addHandlers(inf); err != nil {
+		return nil, err
+	}
+	c.synced = []cache.InformerSynced{inf.Nodes.Informer().HasSynced, inf.PVs.Informer().HasSynced,
+		inf.StorageClasses.Informer().HasSynced, inf.Jobs.Informer().HasSynced, inf.Pods.Informer().HasSynced,
+		inf.Notifications.HasSynced}
+	return c, nil
+}
+
+func (c *controller) Run(ctx context.Context, workers int) {
+	defer utilruntime.HandleCrash()
+	defer c.queue.ShutDown()
+	logger := klog.FromContext(ctx)
+	logger.Info("Starting local volume provisioner master")
+	defer logger.Info("Shutting down local volume provisioner master")
+	if !cache.WaitForNamedCacheSync("local-volume-provisioner", ctx.Done(), c.synced...) {
+		return
+	}
+	c.enqueueKnownNodes()
+	c.recountMissing("", false)
+	var wg sync.WaitGroup
+	for range max(workers, 1) {
+		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
+	}
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+}
+
+// enqueueKnownNodes queues the nodes that have PVs but may no longer exist,
+// so that node deletions missed while no master ran are handled.
+func (c *controller) enqueueKnownNodes() {
+	for _, n := range c.pvIndexer.ListIndexFuncValues(indexNode) {
+		c.queue.Add(nodeKey(n))
+	}
+}
+
+func (c *controller) worker(ctx context.Context) {
+	for c.processNextWorkItem(ctx) {
+	}
+}
+
+func (c *controller) processNextWorkItem(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	if err := c.sync(ctx, key); err != nil {
+		klog.FromContext(ctx).Error(err, "Sync failed, will retry", "key", key)
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	return true
+}
+
+func (c *controller) sync(ctx context.Context, key string) error {
+	kind, name, ok := strings.Cut(key, "/")
+	if !ok {
+		return nil
+	}
+	ctx = klog.NewContext(ctx, klog.LoggerWithValues(klog.FromContext(ctx), "key", key))
+	switch kind {
+	case "node":
+		return c.syncNode(ctx, name)
+	case "vol":
+		return c.syncVolume(ctx, name)
+	}
+	return nil
+}
+
+func nodeKey(name string) string { return "node/" + name }
+func volKey(id string) string    { return "vol/" + id }
+
+// event records an Event on obj.
+func (c *controller) event(obj runtime.Object, eventType, reason, format string, args ...interface{}) {
+	c.recorder.Eventf(obj, eventType, reason, format, args...)
+}

@@ -1,0 +1,18 @@
+// Package controller is the master of the local volume provisioner: the only
+// component that writes PersistentVolumes. It is driven by informers on Nodes,
+// PVs, StorageClasses, its own Jobs and their pods, and the watchers'
+// NodeDiskState objects.
+//
+// Work is keyed two ways on one queue:
+//
+//   - "node/<name>": run and consume the node's discovery Job, publish the
+//     volumes it reports, notice vanished disks, and handle deleted nodes;
+//   - "vol/<volume-id>": wipe a released volume with a cleanup Job and delete
+//     its PV afterwards.
+//
+// The safety rule is that no PV is created for a volume that has a cleanup
+// Job which has not succeeded. Cleanup Jobs carry a finalizer so that they
+// survive ttlSecondsAfterFinished until the master has acted on them, and the
+// master's PVs carry a finalizer so that a used PV cannot disappear before
+// its disk is wiped. All state is rebuilt from Jobs and PVs after a restart.
+package controller

@@ -1,0 +1,155 @@
+package controller
+
+import (
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/nodeplug/localpv-api/localpv/v1alpha1"
+	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
+)
+
+func (c *controller) addHandlers(inf Informers) error {
+	regs := []struct {
+		name string
+		inf  cache.SharedIndexInformer
+		h    cache.ResourceEventHandler
+	}{
+		{"nodes", inf.Nodes.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj interface{}) { c.onNode(nil, obj) },
+			UpdateFunc: c.onNode,
+			DeleteFunc: func(obj interface{}) { c.onNodeDelete(obj) },
+		}},
+		{"persistentvolumes", inf.PVs.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.onPV,
+			UpdateFunc: func(_, obj interface{}) { c.onPV(obj) },
+			DeleteFunc: c.onPV,
+		}},
+		{"jobs", inf.Jobs.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.onJob,
+			UpdateFunc: func(_, obj interface{}) { c.onJob(obj) },
+			DeleteFunc: c.onJobDelete,
+		}},
+		{"pods", inf.Pods.Informer(), cache.ResourceEventHandlerFuncs{
+			UpdateFunc: func(_, obj interface{}) { c.onPod(obj) },
+		}},
+		{"nodediskstates", inf.Notifications, cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.onNotification,
+			UpdateFunc: func(_, obj interface{}) { c.onNotification(obj) },
+		}},
+	}
+	for _, r := range regs {
+		if _, err := r.inf.AddEventHandler(r.h); err != nil {
+			return fmt.Errorf("failed to watch %s: %w", r.name, err)
+		}
+	}
+	return nil
+}
+
+// onNode requests discovery for a new node, and for a node that starts to
+// match the node selector or gets a new hostname label.
+func (c *controller) onNode(oldObj, obj interface{}) {
+	node, ok := obj.(*v1.Node)
+	if !ok {
+		return
+	}
+	if old, ok := oldObj.(*v1.Node); ok {
+		if c.cfg.NodeMatches(old) == c.cfg.NodeMatches(node) &&
+			old.Labels[v1.LabelHostname] == node.Labels[v1.LabelHostname] {
+			return
+		}
+	}
+	if c.cfg.NodeMatches(node) {
+		c.requestDiscovery(node.Name)
+	}
+}
+
+func (c *controller) onNodeDelete(obj interface{}) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if node, ok := obj.(*v1.Node); ok {
+		c.queue.Add(nodeKey(node.Name))
+	}
+}
+
+func (c *controller) onPV(obj interface{}) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	pv, ok := obj.(*v1.PersistentVolume)
+	if !ok || !managed(pv) {
+		return
+	}
+	if id := pv.Labels[jobs.LabelVolumeID]; id != "" {
+		c.queue.Add(volKey(id))
+	}
+}
+
+func (c *controller) onJob(obj interface{}) {
+	j, ok := obj.(*batchv1.Job)
+	if !ok {
+		return
+	}
+	switch j.Labels[jobs.LabelRole] {
+	case jobs.RoleDiscovery:
+		if n := j.Annotations[jobs.AnnNode]; n != "" {
+			c.queue.Add(nodeKey(n))
+		}
+	case jobs.RoleCleanup:
+		if id := j.Labels[jobs.LabelVolumeID]; id != "" {
+			c.queue.Add(volKey(id))
+		}
+	}
+}
+
+func (c *controller) onJobDelete(obj interface{}) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if j, ok := obj.(*batchv1.Job); ok {
+		c.forgetJob(j.UID)
+		c.onJob(j)
+	}
+}
+
+// onPod requeues the node of a finished discovery pod, whose termination
+// messages may arrive after the Job's completion.
+func (c *controller) onPod(obj interface{}) {
+	pod, ok := obj.(*v1.Pod)
+	if !ok || pod.Labels[jobs.LabelRole] != jobs.RoleDiscovery {
+		return
+	}
+	if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+		if n := pod.Annotations[jobs.AnnNode]; n != "" {
+			c.queue.Add(nodeKey(n))
+		}
+	}
+}
+
+// onNotification requests discovery when a watcher changed its node's
+// NodeDiskState. Malformed objects are ignored.
+func (c *controller) onNotification(obj interface{}) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	s, err := v1alpha1.FromUnstructured(u)
+	if err != nil || len(v1alpha1.Validate(s)) > 0 {
+		return
+	}
+	changed := false
+	c.withNode(s.Name, func(st *nodeState) {
+		if s.Generation == 0 || s.Generation != st.generation {
+			st.generation = s.Generation
+			st.wantDiscovery = true
+			changed = true
+		}
+	})
+	if changed {
+		c.queue.Add(nodeKey(s.Name))
+	}
+}

@@ -1,0 +1,141 @@
+package controller
+
+import (
+	"fmt"
+	"sort"
+
+	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
+)
+
+const (
+	indexVolume   = "volume"
+	indexNode     = "node"
+	indexHostPath = "hostPath"
+)
+
+var pvIndexers = cache.Indexers{
+	indexVolume: func(obj interface{}) ([]string, error) {
+		if pv, ok := obj.(*v1.PersistentVolume); ok && managed(pv) && pv.Labels[jobs.LabelVolumeID] != "" {
+			return []string{pv.Labels[jobs.LabelVolumeID]}, nil
+		}
+		return nil, nil
+	},
+	indexNode: func(obj interface{}) ([]string, error) {
+		if pv, ok := obj.(*v1.PersistentVolume); ok && managed(pv) && pv.Annotations[jobs.AnnNode] != "" {
+			return []string{pv.Annotations[jobs.AnnNode]}, nil
+		}
+		return nil, nil
+	},
+	// indexHostPath covers every local PV, managed or not, so that a volume
+	// already published by someone else (the upstream provisioner during a
+	// migration) is never published twice.
+	indexHostPath: func(obj interface{}) ([]string, error) {
+		pv, ok := obj.(*v1.PersistentVolume)
+		if !ok || pv.Spec.Local == nil {
+			return nil, nil
+		}
+		var out []string
+		for _, h := range hostnames(pv) {
+			out = append(out, hostPathKey(h, pv.Spec.Local.Path))
+		}
+		return out, nil
+	},
+}
+
+var jobIndexers = cache.Indexers{
+	indexVolume: func(obj interface{}) ([]string, error) {
+		if j, ok := obj.(*batchv1.Job); ok && j.Labels[jobs.LabelRole] == jobs.RoleCleanup && j.Labels[jobs.LabelVolumeID] != "" {
+			return []string{j.Labels[jobs.LabelVolumeID]}, nil
+		}
+		return nil, nil
+	},
+}
+
+func hostPathKey(hostname, path string) string { return hostname + "\x00" + path }
+
+// hostnames returns the values of the hostname terms of a PV's node affinity.
+func hostnames(pv *v1.PersistentVolume) []string {
+	if pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
+		return nil
+	}
+	var out []string
+	for _, t := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms {
+		for _, e := range t.MatchExpressions {
+			if e.Key == v1.LabelHostname && e.Operator == v1.NodeSelectorOpIn {
+				out = append(out, e.Values...)
+			}
+		}
+	}
+	return out
+}
+
+func managed(pv *v1.PersistentVolume) bool {
+	return pv.Labels[jobs.LabelManagedBy] == jobs.ManagedByValue
+}
+
+// managedPV returns the master's PV of a volume, or nil.
+func (c *controller) managedPV(id string) (*v1.PersistentVolume, error) {
+	objs, err := c.pvIndexer.ByIndex(indexVolume, id)
+	if err != nil {
+		return nil, fmt.Errorf("failed to look up PV of volume %s: %w", id, err)
+	}
+	if len(objs) == 0 {
+		return nil, nil
+	}
+	return objs[0].(*v1.PersistentVolume), nil
+}
+
+func (c *controller) pvsOnNode(node string) ([]*v1.PersistentVolume, error) {
+	objs, err := c.pvIndexer.ByIndex(indexNode, node)
+	if err != nil {
+		return nil, fmt.Errorf("failed to look up PVs of node %s: %w", node, err)
+	}
+	out := make([]*v1.PersistentVolume, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.(*v1.PersistentVolume))
+	}
+	return out, nil
+}
+
+// pathTaken reports whether any local PV already points at the path on a
+// node with this hostname.
+func (c *controller) pathTaken(hostname, path string) (bool, error) {
+	objs, err := c.pvIndexer.ByIndex(indexHostPath, hostPathKey(hostname, path))
+	if err != nil {
+		return false, fmt.Errorf("failed to look up PVs of path %s: %w", path, err)
+	}
+	return len(objs) > 0, nil
+}
+
+// cleanupJobs returns a volume's cleanup Jobs, oldest attempt first.
+func (c *controller) cleanupJobs(id string) ([]*batchv1.Job, error) {
+	objs, err := c.jobIndexer.ByIndex(indexVolume, id)
+	if err != nil {
+		return nil, fmt.Errorf("failed to look up cleanup Jobs of volume %s: %w", id, err)
+	}
+	out := make([]*batchv1.Job, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.(*batchv1.Job))
+	}
+	sort.Slice(out, func(i, j int) bool { return jobs.Attempt(out[i]) < jobs.Attempt(out[j]) })
+	return out, nil
+}
+
+// cleanupLocked reports whether a volume has a cleanup Job that has not
+// succeeded: pending, running or failed. Such a volume must not get a PV.
+func (c *controller) cleanupLocked(id string) (bool, error) {
+	js, err := c.cleanupJobs(id)
+	if err != nil {
+		return true, err
+	}
+	for _, j := range js {
+		if _, ok := jobs.IsFinished(j); !ok {
+			return true, nil
+		}
+	}
+	return false, nil
+}

@@ -1,0 +1,257 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+
+	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
+	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
+	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
+	"github.com/nodeplug/nodeplug/pkg/localpv/report"
+	"github.com/nodeplug/nodeplug/pkg/localpv/validation"
+)
+
+// podGracePeriod is how long a finished discovery Job may lack its pod in
+// the cache before its result is given up.
+const podGracePeriod = 2 * time.Minute
+
+var errPodNotSynced = errors.New("discovery pod not in cache yet")
+
+func (c *controller) syncNode(ctx context.Context, name string) error {
+	node, err := c.nodeLister.Get(name)
+	if apierrors.IsNotFound(err) {
+		return c.handleNodeGone(ctx, name)
+	}
+	if err != nil {
+		return err
+	}
+	if !c.cfg.NodeMatches(node) {
+		c.withNode(name, func(st *nodeState) { st.wantDiscovery = false })
+		return nil
+	}
+	job, err := c.jobLister.Jobs(c.opts.Jobs.Namespace).Get(naming.DiscoveryJobName(name))
+	switch {
+	case err == nil:
+		return c.handleDiscoveryJob(ctx, node, job)
+	case !apierrors.IsNotFound(err):
+		return err
+	}
+	return c.maybeStartDiscovery(ctx, node)
+}
+
+// maybeStartDiscovery creates the node's discovery Job when one was
+// requested, within the rate limit and any failure backoff.
+func (c *controller) maybeStartDiscovery(ctx context.Context, node *v1.Node) error {
+	now := c.clock.Now()
+	var wait time.Duration
+	start := false
+	c.withNode(node.Name, func(st *nodeState) {
+		switch {
+		case !st.wantDiscovery:
+		case now.Before(st.notBefore):
+			wait = st.notBefore.Sub(now)
+		case !st.reserved:
+			if d := c.limiter.ReserveN(now, 1).DelayFrom(now); d > 0 {
+				st.reserved, st.notBefore, wait = true, now.Add(d), d
+				return
+			}
+			fallthrough
+		default:
+			st.reserved, st.wantDiscovery, start = false, false, true
+		}
+	})
+	if wait > 0 {
+		c.queue.AddAfter(nodeKey(node.Name), wait)
+	}
+	if !start {
+		return nil
+	}
+	job := jobs.DiscoveryJob(c.opts.Jobs, c.cfg, node.Name)
+	_, err := c.kube.BatchV1().Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{})
+	if err != nil {
+		c.withNode(node.Name, func(st *nodeState) { st.wantDiscovery = true })
+		if apierrors.IsAlreadyExists(err) {
+			return nil // the Job's events will requeue the node
+		}
+		return fmt.Errorf("failed to create discovery Job for node %s: %w", node.Name, err)
+	}
+	metrics.JobsCreated.WithLabelValues(metrics.KindDiscovery).Inc()
+	klog.FromContext(ctx).V(2).Info("Created discovery Job", "node", node.Name, "job", klog.KObj(job))
+	return nil
+}
+
+// handleDiscoveryJob consumes a finished discovery Job once, then deletes it.
+// Its deletion requeues the node, which starts the next run if one was
+// requested meanwhile.
+func (c *controller) handleDiscoveryJob(ctx context.Context, node *v1.Node, job *batchv1.Job) error {
+	if finished, _ := jobs.IsFinished(job); !finished || job.DeletionTimestamp != nil {
+		return nil
+	}
+	var processed bool
+	c.withNode(node.Name, func(st *nodeState) { processed = st.processed == job.UID })
+	if !processed {
+		if err := c.processDiscovery(ctx, node, job); err != nil {
+			return err
+		}
+		c.withNode(node.Name, func(st *nodeState) { st.processed = job.UID })
+	}
+	return c.deleteJob(ctx, job)
+}
+
+func (c *controller) processDiscovery(ctx context.Context, node *v1.Node, job *batchv1.Job) error {
+	cond, _ := jobs.FinishTime(job)
+	elapsed := cond.LastTransitionTime.Sub(job.CreationTimestamp.Time).Seconds()
+	if _, ok := jobs.IsFinished(job); !ok {
+		metrics.DiscoveryDuration.WithLabelValues("failed").Observe(elapsed)
+		return c.discoveryFailed(node, fmt.Sprintf("%s: %s", cond.Reason, c.podMessage(job)))
+	}
+	pod, msgs, err := c.discoveryOutput(job)
+	if errors.Is(err, errPodNotSynced) && c.clock.Since(cond.LastTransitionTime.Time) < podGracePeriod {
+		return err
+	}
+	if err != nil {
+		return c.discoveryFailed(node, err.Error())
+	}
+	metrics.DiscoveryDuration.WithLabelValues("succeeded").Observe(elapsed)
+	c.withNode(node.Name, func(st *nodeState) { st.failures = 0 })
+	r, err := report.Decode(msgs)
+	if err != nil {
+		return c.rejectReport(node, "Undecodable", err)
+	}
+	res, err := validation.Check(c.cfg, job.Annotations[jobs.AnnNode], pod.Spec.NodeName, r)
+	if err != nil {
+		return c.rejectReport(node, "WrongNode", err)
+	}
+	c.recordRejections(node, res.Rejected)
+	c.recordSkipped(node, r)
+	return c.reconcileNode(ctx, node, res)
+}
+
+// discoveryFailed reports a failed run and schedules a retry with backoff.
+func (c *controller) discoveryFailed(node *v1.Node, msg string) error {
+	metrics.JobFailures.WithLabelValues(metrics.KindDiscovery).Inc()
+	c.event(node, v1.EventTypeWarning, "DiscoveryFailed", "Discovery Job failed: %s", msg)
+	now := c.clock.Now()
+	c.withNode(node.Name, func(st *nodeState) {
+		st.failures++
+		st.wantDiscovery = true
+		st.notBefore = now.Add(c.backoff(st.failures))
+	})
+	return nil
+}
+
+func (c *controller) rejectReport(node *v1.Node, reason string, err error) error {
+	metrics.RejectedReports.WithLabelValues(reason).Inc()
+	c.event(node, v1.EventTypeWarning, "DiscoveryReportRejected", "Discovery report rejected: %v", err)
+	return nil
+}
+
+// maxVolumeEvents bounds the per-volume Events of one report.
+const maxVolumeEvents = 10
+
+func (c *controller) recordRejections(node *v1.Node, rejected []validation.Rejection) {
+	for i, r := range rejected {
+		metrics.RejectedVolumes.WithLabelValues(r.Reason).Inc()
+		if i < maxVolumeEvents {
+			c.event(node, v1.EventTypeWarning, "VolumeRejected", "Class %s entry %q rejected (%s): %s", r.Class, r.Name, r.Reason, r.Message)
+		}
+	}
+	if len(rejected) > maxVolumeEvents {
+		c.event(node, v1.EventTypeWarning, "VolumeRejected", "%d more entries rejected", len(rejected)-maxVolumeEvents)
+	}
+}
+
+// recordSkipped tells the admin why matching entries got no PV, the most
+// common support question of static provisioners.
+func (c *controller) recordSkipped(node *v1.Node, r *report.Report) {
+	for _, cl := range r.Classes {
+		if cl.Error != "" {
+			c.event(node, v1.EventTypeWarning, "ClassDirectoryUnreadable", "Class %s: %s", cl.Name, cl.Error)
+		}
+		if cl.SkippedTotal == 0 {
+			continue
+		}
+		first := ""
+		if len(cl.Skipped) > 0 {
+			first = fmt.Sprintf(", e.g. %q: %s", cl.Skipped[0].Name, cl.Skipped[0].Reason)
+		}
+		c.event(node, v1.EventTypeNormal, "VolumesSkipped", "Class %s: %d entries skipped%s", cl.Name, cl.SkippedTotal, first)
+	}
+}
+
+// discoveryOutput returns the succeeded pod of a Job and its containers'
+// termination messages, in container order.
+func (c *controller) discoveryOutput(job *batchv1.Job) (*v1.Pod, []string, error) {
+	pods, err := c.podLister.Pods(job.Namespace).List(labels.SelectorFromSet(labels.Set{batchv1.JobNameLabel: job.Name}))
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, pod := range pods {
+		if pod.Status.Phase != v1.PodSucceeded || !ownedBy(pod, job) {
+			continue
+		}
+		msgs := make([]string, 0, len(pod.Spec.Containers))
+		for _, ctr := range pod.Spec.Containers {
+			msgs = append(msgs, terminationMessage(pod, ctr.Name))
+		}
+		return pod, msgs, nil
+	}
+	return nil, nil, errPodNotSynced
+}
+
+func ownedBy(pod *v1.Pod, job *batchv1.Job) bool {
+	ref := metav1.GetControllerOf(pod)
+	return ref != nil && ref.UID == job.UID
+}
+
+func terminationMessage(pod *v1.Pod, container string) string {
+	for _, s := range pod.Status.ContainerStatuses {
+		if s.Name == container && s.State.Terminated != nil {
+			return s.State.Terminated.Message
+		}
+	}
+	return ""
+}
+
+// podMessage returns the first termination message of a Job's failed pods,
+// for Events.
+func (c *controller) podMessage(job *batchv1.Job) string {
+	pods, err := c.podLister.Pods(job.Namespace).List(labels.SelectorFromSet(labels.Set{batchv1.JobNameLabel: job.Name}))
+	if err != nil {
+		return ""
+	}
+	for _, pod := range pods {
+		for _, s := range pod.Status.ContainerStatuses {
+			if t := s.State.Terminated; t != nil && t.ExitCode != 0 && t.Message != "" {
+				return truncate(t.Message, 512)
+			}
+		}
+	}
+	return "no termination message"
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+func (c *controller) deleteJob(ctx context.Context, job *batchv1.Job) error {
+	policy := metav1.DeletePropagationBackground
+	err := c.kube.BatchV1().Jobs(job.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &job.UID}, PropagationPolicy: &policy})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("failed to delete Job %s: %w", job.Name, err)
+	}
+	return nil
+}

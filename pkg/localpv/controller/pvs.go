@@ -1,0 +1,308 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+
+	"github.com/nodeplug/nodeplug/pkg/localpv/config"
+	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
+	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
+	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
+	"github.com/nodeplug/nodeplug/pkg/localpv/report"
+	"github.com/nodeplug/nodeplug/pkg/localpv/validation"
+)
+
+// reconcileNode publishes the accepted volumes of a report and handles the
+// node's PVs whose volumes were not reported.
+func (c *controller) reconcileNode(ctx context.Context, node *v1.Node, res *validation.Result) error {
+	hostname := node.Labels[v1.LabelHostname]
+	if hostname == "" {
+		c.event(node, v1.EventTypeWarning, "MissingHostnameLabel", "Node has no %s label; no PV can be published", v1.LabelHostname)
+		return nil
+	}
+	present := map[string]bool{}
+	var errs []error
+	for _, v := range res.Accepted {
+		present[v.HostPath] = true
+		if err := c.publish(ctx, node, hostname, v); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, r := range res.Rejected {
+		if mc, ok := c.cfg.StorageClassMap[r.Class]; ok {
+			present[mc.HostDir+"/"+r.Name] = true // reported, if oddly: not vanished
+		}
+	}
+	if err := c.handleVanished(ctx, node, res, present); err != nil {
+		errs = append(errs, err)
+	}
+	return aggregate(errs)
+}
+
+// publish creates the PV of one accepted volume unless it has one, or its
+// cleanup has not succeeded.
+func (c *controller) publish(ctx context.Context, node *v1.Node, hostname string, v validation.Volume) error {
+	logger := klog.FromContext(ctx)
+	id := naming.VolumeID(node.Name, v.HostPath)
+	if pv, err := c.managedPV(id); err != nil || pv != nil {
+		if pv != nil {
+			return c.clearMissing(ctx, pv)
+		}
+		return err
+	}
+	if taken, err := c.pathTaken(hostname, v.HostPath); err != nil || taken {
+		return err
+	}
+	if locked, err := c.cleanupLocked(id); err != nil || locked {
+		if locked {
+			logger.V(2).Info("Volume has an unfinished cleanup, not publishing it", "path", v.HostPath)
+		}
+		return err
+	}
+	sc, err := c.scLister.Get(v.Class)
+	if apierrors.IsNotFound(err) {
+		c.event(node, v1.EventTypeWarning, "StorageClassNotFound", "StorageClass %s does not exist; volume %s is not published", v.Class, v.HostPath)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if sc.ReclaimPolicy != nil && *sc.ReclaimPolicy == v1.PersistentVolumeReclaimRecycle {
+		c.event(node, v1.EventTypeWarning, "UnsupportedReclaimPolicy", "StorageClass %s uses Recycle; use Delete or Retain", v.Class)
+		return nil
+	}
+	pv := c.buildPV(node, hostname, v, sc.ReclaimPolicy, sc.MountOptions)
+	if _, err := c.kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return fmt.Errorf("failed to create PV %s: %w", pv.Name, err)
+	}
+	metrics.PVsCreated.WithLabelValues(v.Class).Inc()
+	logger.V(2).Info("Created PV", "pv", pv.Name, "path", v.HostPath, "class", v.Class)
+	return nil
+}
+
+func (c *controller) buildPV(node *v1.Node, hostname string, v validation.Volume, reclaim *v1.PersistentVolumeReclaimPolicy,
+	mountOptions []string) *v1.PersistentVolume {
+	policy := v1.PersistentVolumeReclaimDelete
+	if reclaim != nil {
+		policy = *reclaim
+	}
+	mode := v1.PersistentVolumeFilesystem
+	var fsType *string
+	if v.Config.VolumeMode == config.VolumeModeBlock {
+		mode = v1.PersistentVolumeBlock
+	} else if v.Volume.Kind == report.KindBlock {
+		fsType = &v.Config.FsType
+	}
+	terms := append([]v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{{
+		Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{hostname}}}}}, v.Config.Selector...)
+	lbls := map[string]string{}
+	for k, val := range c.cfg.LabelsForPV {
+		lbls[k] = val
+	}
+	for _, k := range c.cfg.NodeLabelsForPV {
+		if val, ok := node.Labels[k]; ok {
+			lbls[k] = val
+		}
+	}
+	lbls[jobs.LabelManagedBy] = jobs.ManagedByValue
+	lbls[jobs.LabelNodeID] = naming.NodeID(node.Name)
+	lbls[jobs.LabelVolumeID] = naming.VolumeID(node.Name, v.HostPath)
+	return &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   naming.PVName(node.Name, v.HostPath),
+			Labels: lbls,
+			Annotations: map[string]string{
+				jobs.AnnProvisionedBy: c.opts.ProvisionerName, jobs.AnnNode: node.Name,
+				jobs.AnnHostPath: v.HostPath, jobs.AnnClass: v.Class, jobs.AnnKind: string(v.Volume.Kind),
+			},
+			Finalizers: []string{jobs.FinalizerPVProtection},
+		},
+		Spec: v1.PersistentVolumeSpec{
+			Capacity:                      v1.ResourceList{v1.ResourceStorage: *resource.NewQuantity(RoundCapacity(v.Volume.Capacity), resource.BinarySI)},
+			PersistentVolumeSource:        v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: v.HostPath, FSType: fsType}},
+			AccessModes:                   []v1.PersistentVolumeAccessMode{v1.PersistentVolumeAccessMode(v.Config.AccessMode)},
+			PersistentVolumeReclaimPolicy: policy,
+			StorageClassName:              v.Class,
+			MountOptions:                  mountOptions,
+			VolumeMode:                    &mode,
+			NodeAffinity:                  &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: terms}},
+		},
+	}
+}
+
+// RoundCapacity rounds a size down to whole GiB from 10 GiB up, and to whole
+// MiB below, so that small size differences between runs do not matter.
+func RoundCapacity(b int64) int64 {
+	const mi, gi = int64(1) << 20, int64(1) << 30
+	if b >= 10*gi {
+		return b / gi * gi
+	}
+	if b >= mi {
+		return b / mi * mi
+	}
+	return b
+}
+
+// handleVanished deletes the Available PVs of a node whose volumes the
+// report no longer lists, and marks the others. Only classes read without
+// error count: an unreadable directory proves nothing.
+func (c *controller) handleVanished(ctx context.Context, node *v1.Node, res *validation.Result, present map[string]bool) error {
+	pvs, err := c.pvsOnNode(node.Name)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, pv := range pvs {
+		path := pv.Annotations[jobs.AnnHostPath]
+		if present[path] || !res.Complete[pv.Annotations[jobs.AnnClass]] || pv.DeletionTimestamp != nil {
+			continue
+		}
+		if unclaimed(pv) {
+			c.event(pv, v1.EventTypeNormal, "VolumeVanished", "Disk at %s is gone; deleting the unused PV", path)
+			if err := c.deletePV(ctx, pv, true, "vanished"); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if err := c.markMissing(ctx, pv); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return aggregate(errs)
+}
+
+func unclaimed(pv *v1.PersistentVolume) bool {
+	return pv.Spec.ClaimRef == nil && (pv.Status.Phase == v1.VolumeAvailable || pv.Status.Phase == v1.VolumePending || pv.Status.Phase == "")
+}
+
+// markMissing annotates a used PV whose disk is gone, and warns once.
+func (c *controller) markMissing(ctx context.Context, pv *v1.PersistentVolume) error {
+	if _, ok := pv.Annotations[jobs.AnnVolumeMissing]; ok {
+		return nil
+	}
+	cp := pv.DeepCopy()
+	cp.Annotations[jobs.AnnVolumeMissing] = c.clock.Now().UTC().Format("2006-01-02T15:04:05Z")
+	if _, err := c.kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("failed to mark PV %s missing: %w", pv.Name, err)
+	}
+	c.recountMissing(pv.Name, true)
+	c.event(pv, v1.EventTypeWarning, "VolumeMissing", "Disk at %s was not found on node %s; the PV is kept because it is %s",
+		pv.Annotations[jobs.AnnHostPath], pv.Annotations[jobs.AnnNode], pv.Status.Phase)
+	return nil
+}
+
+// clearMissing removes the missing mark of a PV whose disk is back.
+func (c *controller) clearMissing(ctx context.Context, pv *v1.PersistentVolume) error {
+	if _, ok := pv.Annotations[jobs.AnnVolumeMissing]; !ok {
+		return nil
+	}
+	cp := pv.DeepCopy()
+	delete(cp.Annotations, jobs.AnnVolumeMissing)
+	if _, err := c.kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("failed to clear missing mark of PV %s: %w", pv.Name, err)
+	}
+	c.recountMissing(pv.Name, false)
+	c.event(pv, v1.EventTypeNormal, "VolumeFound", "Disk at %s is back", pv.Annotations[jobs.AnnHostPath])
+	return nil
+}
+
+// deletePV deletes a PV. With exact, the delete fails if the PV changed since
+// it was read, so a PV that was just bound is never deleted as unused.
+func (c *controller) deletePV(ctx context.Context, pv *v1.PersistentVolume, exact bool, reason string) error {
+	pre := &metav1.Preconditions{UID: &pv.UID}
+	if exact {
+		pre.ResourceVersion = &pv.ResourceVersion
+	}
+	err := c.kube.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{Preconditions: pre})
+	switch {
+	case err == nil:
+		metrics.PVsDeleted.WithLabelValues(reason).Inc()
+	case apierrors.IsNotFound(err):
+	case apierrors.IsConflict(err):
+		return fmt.Errorf("PV %s changed, will look again: %w", pv.Name, err)
+	default:
+		return fmt.Errorf("failed to delete PV %s: %w", pv.Name, err)
+	}
+	return nil
+}
+
+// removePVFinalizer lets a PV go.
+func (c *controller) removePVFinalizer(ctx context.Context, pv *v1.PersistentVolume) error {
+	if !slices.Contains(pv.Finalizers, jobs.FinalizerPVProtection) {
+		return nil
+	}
+	cp := pv.DeepCopy()
+	cp.Finalizers = slices.DeleteFunc(cp.Finalizers, func(f string) bool { return f == jobs.FinalizerPVProtection })
+	if _, err := c.kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("failed to remove finalizer of PV %s: %w", pv.Name, err)
+	}
+	return nil
+}
+
+// handleNodeGone deletes the unbound PVs of a deleted node when configured.
+// A released PV keeps a cleanup Job as its lock: it waits, unscheduled, for
+// the node to come back, and wipes the disk before it is published again.
+func (c *controller) handleNodeGone(ctx context.Context, name string) error {
+	c.forgetNode(name)
+	if !c.cfg.DeleteUnboundPVsOfDeletedNodes {
+		return nil
+	}
+	pvs, err := c.pvsOnNode(name)
+	if err != nil || len(pvs) == 0 {
+		return err
+	}
+	// The cache may lag a re-registration; ask the apiserver.
+	if _, err := c.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		return err
+	}
+	var errs []error
+	for _, pv := range pvs {
+		switch {
+		case pv.DeletionTimestamp != nil:
+		case unclaimed(pv):
+			errs = append(errs, c.deletePV(ctx, pv, true, "node_deleted"))
+		case cleanable(pv):
+			if err := c.ensureCleanupJob(ctx, pv); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if err := c.removePVFinalizer(ctx, pv); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			errs = append(errs, c.deletePV(ctx, pv, false, "node_deleted"))
+		}
+	}
+	return aggregate(errs)
+}
+
+// recountMissing sets the missing-volume gauge from the PV cache, counting
+// the PV just written as the cache will soon show it.
+func (c *controller) recountMissing(changed string, missing bool) {
+	pvs, err := c.pvLister.List(labels.SelectorFromSet(labels.Set{jobs.LabelManagedBy: jobs.ManagedByValue}))
+	if err != nil {
+		return
+	}
+	n := 0
+	for _, pv := range pvs {
+		_, marked := pv.Annotations[jobs.AnnVolumeMissing]
+		if pv.Name == changed {
+			marked = missing
+		}
+		if marked {
+			n++
+		}
+	}
+	metrics.MissingVolumes.Set(float64(n))
+}

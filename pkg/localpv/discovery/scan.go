@@ -1,0 +1,197 @@
+package discovery
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nodeplug/nodeplug/pkg/localpv/config"
+	"github.com/nodeplug/nodeplug/pkg/localpv/report"
+)
+
+// Skip reasons reported for entries that match but cannot be published.
+const (
+	SkipNotMountPoint  = "NotMountPoint"
+	SkipSymlink        = "Symlink"
+	SkipNotBlockDevice = "NotBlockDevice"
+	SkipDirectory      = "DirectoryInBlockClass"
+	SkipDevice         = "DeviceNeedsFsType"
+	SkipUnsupported    = "UnsupportedFileType"
+	SkipUnreadable     = "Unreadable"
+	SkipZeroCapacity   = "ZeroCapacity"
+)
+
+// ClassSpec is what a discovery Job is told about one class. The master
+// derives it from the configuration and passes it as a JSON argument.
+type ClassSpec struct {
+	Name        string `json:"name"`
+	MountDir    string `json:"mountDir"`
+	VolumeMode  string `json:"volumeMode"`
+	NamePattern string `json:"namePattern"`
+	// Devices says whether block devices are publishable in this class.
+	Devices bool `json:"devices,omitempty"`
+}
+
+// SpecFor returns the ClassSpec of a configured class.
+func SpecFor(name string, mc config.MountConfig) ClassSpec {
+	return ClassSpec{Name: name, MountDir: mc.MountDir, VolumeMode: mc.VolumeMode,
+		NamePattern: mc.NamePattern, Devices: mc.AcceptsDevices()}
+}
+
+// Entry is one matching entry of a class directory.
+type Entry struct {
+	Name string
+	// Kind is set for publishable entries.
+	Kind report.VolumeKind
+	// Capacity is set when sizes were requested.
+	Capacity int64
+	// Skip is set for entries that cannot be published.
+	Skip string
+}
+
+// Scanner reads class directories. Its fields are seams for tests.
+type Scanner struct {
+	// DevDir is where a block symlink's target must lie; default /dev.
+	DevDir string
+	// SysDir is the sysfs root used for device sizes; default /sys.
+	SysDir string
+}
+
+// ScanClass lists the matching entries of a class directory in name order.
+// mountPoints holds the mount points visible to this process. With sizes,
+// every publishable entry gets its capacity.
+func (s *Scanner) ScanClass(spec ClassSpec, mountPoints map[string]bool, sizes bool) ([]Entry, error) {
+	dirents, err := os.ReadDir(spec.MountDir)
+	if err != nil {
+		return nil, fmt.Errorf("failed to read class directory %s: %w", spec.MountDir, err)
+	}
+	var out []Entry
+	for _, d := range dirents {
+		if !config.MatchName(spec.NamePattern, d.Name()) {
+			continue
+		}
+		e := s.classify(spec, filepath.Join(spec.MountDir, d.Name()), mountPoints)
+		e.Name = d.Name()
+		if e.Skip == "" && sizes {
+			e.Capacity, err = s.capacity(filepath.Join(spec.MountDir, d.Name()), e.Kind)
+			if err != nil {
+				e.Kind, e.Skip = "", SkipUnreadable
+			} else if e.Capacity <= 0 {
+				e.Kind, e.Skip = "", SkipZeroCapacity
+			}
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func (s *Scanner) classify(spec ClassSpec, p string, mountPoints map[string]bool) Entry {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return Entry{Skip: SkipUnreadable}
+	}
+	mode := fi.Mode()
+	switch {
+	case mode.IsDir():
+		if spec.VolumeMode == config.VolumeModeBlock {
+			return Entry{Skip: SkipDirectory}
+		}
+		if !mountPoints[p] {
+			return Entry{Skip: SkipNotMountPoint}
+		}
+		return Entry{Kind: report.KindDirectory}
+	case mode&fs.ModeSymlink != 0:
+		if !spec.Devices {
+			return Entry{Skip: SkipSymlink}
+		}
+		if _, err := s.resolveDevice(p); err != nil {
+			return Entry{Skip: SkipNotBlockDevice}
+		}
+		return Entry{Kind: report.KindBlock}
+	case mode&fs.ModeDevice != 0 && mode&fs.ModeCharDevice == 0:
+		if !spec.Devices {
+			return Entry{Skip: SkipDevice}
+		}
+		return Entry{Kind: report.KindBlock}
+	}
+	return Entry{Skip: SkipUnsupported}
+}
+
+// ResolveDevice follows a block entry to its device node. A symlink must end
+// at a block device below DevDir; a device node is returned as is.
+func (s *Scanner) resolveDevice(p string) (string, error) {
+	target, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", fmt.Errorf("failed to resolve %s: %w", p, err)
+	}
+	if target != p && !config.Within(target, s.devDir()) {
+		return "", fmt.Errorf("%s points to %s, outside %s", p, target, s.devDir())
+	}
+	fi, err := os.Stat(target)
+	if err != nil {
+		return "", fmt.Errorf("failed to stat %s: %w", target, err)
+	}
+	if fi.Mode()&fs.ModeDevice == 0 || fi.Mode()&fs.ModeCharDevice != 0 {
+		return "", fmt.Errorf("%s is not a block device", target)
+	}
+	return target, nil
+}
+
+// ResolveDevice is exported for the cleanup Job, which applies the same rule.
+func (s *Scanner) ResolveDevice(p string) (string, error) { return s.resolveDevice(p) }
+
+func (s *Scanner) capacity(p string, kind report.VolumeKind) (int64, error) {
+	if kind == report.KindDirectory {
+		var st unix.Statfs_t
+		if err := unix.Statfs(p, &st); err != nil {
+			return 0, fmt.Errorf("failed to statfs %s: %w", p, err)
+		}
+		return int64(st.Blocks) * st.Bsize, nil
+	}
+	dev, err := s.resolveDevice(p)
+	if err != nil {
+		return 0, err
+	}
+	return s.deviceSize(dev)
+}
+
+// deviceSize reads the size of a block device from sysfs, which needs no
+// access to the device itself.
+func (s *Scanner) deviceSize(dev string) (int64, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(dev, &st); err != nil {
+		return 0, fmt.Errorf("failed to stat %s: %w", dev, err)
+	}
+	p := filepath.Join(s.sysDir(), "dev", "block", fmt.Sprintf("%d:%d", unix.Major(st.Rdev), unix.Minor(st.Rdev)), "size")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return 0, fmt.Errorf("failed to read device size: %w", err)
+	}
+	var sectors int64
+	if _, err := fmt.Sscan(strings.TrimSpace(string(b)), &sectors); err != nil {
+		return 0, fmt.Errorf("failed to parse %s: %w", p, err)
+	}
+	if sectors < 0 || sectors > 1<<53 {
+		return 0, errors.New("device size out of range")
+	}
+	return sectors * 512, nil
+}
+
+func (s *Scanner) devDir() string {
+	if s.DevDir != "" {
+		return s.DevDir
+	}
+	return "/dev"
+}
+
+func (s *Scanner) sysDir() string {
+	if s.SysDir != "" {
+		return s.SysDir
+	}
+	return "/sys"
+}

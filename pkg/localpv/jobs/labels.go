@@ -1,0 +1,92 @@
+// Package jobs builds the discovery and cleanup Jobs the master creates, and
+// defines the labels, annotations and finalizers the provisioner puts on its
+// Jobs and PVs. README.md in pkg/localpv lists them as a wire contract.
+package jobs
+
+import (
+	"strconv"
+
+	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
+)
+
+const (
+	// ManagedByValue is the app.kubernetes.io/managed-by value of every
+	// object the provisioner creates.
+	ManagedByValue = "local-volume-provisioner"
+	// LabelManagedBy marks the provisioner's PVs, Jobs and pods.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+
+	prefix = "localpv.nodeplug.io/"
+	// LabelRole is "discovery" or "cleanup" on Jobs and their pods.
+	LabelRole = prefix + "role"
+	// LabelNodeID holds naming.NodeID of the node (PVs and Jobs).
+	LabelNodeID = prefix + "node-id"
+	// LabelVolumeID holds naming.VolumeID of a volume (PVs and cleanup Jobs).
+	LabelVolumeID = prefix + "volume-id"
+
+	// AnnNode is the node name (PVs and Jobs).
+	AnnNode = prefix + "node"
+	// AnnHostPath is the volume's path on the host (PVs and cleanup Jobs).
+	AnnHostPath = prefix + "host-path"
+	// AnnClass is the configured class the volume was found in.
+	AnnClass = prefix + "class"
+	// AnnKind is the report.VolumeKind of the volume.
+	AnnKind = prefix + "kind"
+	// AnnPVName and AnnPVUID name the PV a cleanup Job wipes.
+	AnnPVName = prefix + "pv-name"
+	AnnPVUID  = prefix + "pv-uid"
+	// AnnAttempt is the cleanup attempt number, starting at 1.
+	AnnAttempt = prefix + "attempt"
+	// AnnVolumeMissing is set on a PV whose disk discovery did not find, with
+	// the time it was first noticed.
+	AnnVolumeMissing = prefix + "volume-missing-since"
+
+	// AnnProvisionedBy is the standard annotation naming a PV's provisioner.
+	AnnProvisionedBy = "pv.kubernetes.io/provisioned-by"
+
+	// FinalizerCleanupLock keeps a cleanup Job, and so the lock it stands
+	// for, until the master has acted on its result.
+	FinalizerCleanupLock = prefix + "cleanup-lock"
+	// FinalizerPVProtection keeps a used PV until its disk is wiped.
+	FinalizerPVProtection = prefix + "cleanup-protection"
+
+	// RoleDiscovery and RoleCleanup are the values of LabelRole.
+	RoleDiscovery = "discovery"
+	RoleCleanup   = "cleanup"
+)
+
+// IsFinished reports whether a Job completed or failed, and which.
+func IsFinished(j *batchv1.Job) (finished, succeeded bool) {
+	for _, c := range j.Status.Conditions {
+		if c.Status != v1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			return true, true
+		case batchv1.JobFailed:
+			return true, false
+		}
+	}
+	return false, false
+}
+
+// FinishTime returns when a finished Job reached its final condition.
+func FinishTime(j *batchv1.Job) (t batchv1.JobCondition, ok bool) {
+	for _, c := range j.Status.Conditions {
+		if c.Status == v1.ConditionTrue && (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) {
+			return c, true
+		}
+	}
+	return batchv1.JobCondition{}, false
+}
+
+// Attempt returns a cleanup Job's attempt number, 0 if unknown.
+func Attempt(j *batchv1.Job) int {
+	n, err := strconv.Atoi(j.Annotations[AnnAttempt])
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}

@@ -1,0 +1,220 @@
+package jobs
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strconv"
+
+	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodeplug/nodeplug/pkg/localpv/config"
+	"github.com/nodeplug/nodeplug/pkg/localpv/discovery"
+	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
+	"github.com/nodeplug/nodeplug/pkg/localpv/report"
+)
+
+// Params are the settings shared by all Jobs.
+type Params struct {
+	Namespace       string
+	Image           string
+	ImagePullPolicy v1.PullPolicy
+	// DiscoveryShards is the number of discovery containers (1-3).
+	DiscoveryShards int
+	// DiscoveryTTL and CleanupTTL become ttlSecondsAfterFinished.
+	DiscoveryTTL, CleanupTTL int32
+	// DiscoveryDeadline bounds a discovery Job's run time, in seconds.
+	DiscoveryDeadline int64
+	// PriorityClassName is set on Job pods when not empty.
+	PriorityClassName string
+}
+
+// Tolerations returns the tolerations of every Job: the DaemonSet
+// controller's defaults when enabled, then the configured ones.
+func Tolerations(cfg *config.Configuration) []v1.Toleration {
+	var out []v1.Toleration
+	if cfg.UseDaemonSetTolerations {
+		for _, k := range []string{v1.TaintNodeNotReady, v1.TaintNodeUnreachable} {
+			out = append(out, v1.Toleration{Key: k, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute})
+		}
+		for _, k := range []string{v1.TaintNodeDiskPressure, v1.TaintNodeMemoryPressure,
+			v1.TaintNodePIDPressure, v1.TaintNodeUnschedulable} {
+			out = append(out, v1.Toleration{Key: k, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoSchedule})
+		}
+	}
+	return append(out, cfg.JobTolerations...)
+}
+
+// pinnedAffinity pins a pod to one node by name, like DaemonSet pods.
+func pinnedAffinity(nodeName string) *v1.Affinity {
+	return &v1.Affinity{NodeAffinity: &v1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+			MatchFields: []v1.NodeSelectorRequirement{{Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: []string{nodeName}}},
+		}}},
+	}}
+}
+
+func baseJob(p Params, cfg *config.Configuration, name, role, nodeName string) *batchv1.Job {
+	labels := map[string]string{LabelManagedBy: ManagedByValue, LabelRole: role, LabelNodeID: naming.NodeID(nodeName)}
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Namespace, Labels: labels,
+			Annotations: map[string]string{AnnNode: nodeName}},
+		Spec: batchv1.JobSpec{
+			TTLSecondsAfterFinished: ptr.To(p.DiscoveryTTL),
+			Template: v1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: copyMap(labels), Annotations: map[string]string{AnnNode: nodeName}},
+				Spec: v1.PodSpec{
+					RestartPolicy:                 v1.RestartPolicyNever,
+					AutomountServiceAccountToken:  ptr.To(false),
+					EnableServiceLinks:            ptr.To(false),
+					Affinity:                      pinnedAffinity(nodeName),
+					Tolerations:                   Tolerations(cfg),
+					PriorityClassName:             p.PriorityClassName,
+					TerminationGracePeriodSeconds: ptr.To[int64](30),
+				},
+			},
+		},
+	}
+}
+
+func hostPathVolume(name, path string, t v1.HostPathType) v1.Volume {
+	return v1.Volume{Name: name, VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: path, Type: &t}}}
+}
+
+func smallResources() v1.ResourceRequirements {
+	return v1.ResourceRequirements{Requests: v1.ResourceList{
+		v1.ResourceCPU: resource.MustParse("10m"), v1.ResourceMemory: resource.MustParse("32Mi")}}
+}
+
+// DiscoveryJob returns the discovery Job of a node. Every configured class's
+// host directory is mounted read-only at its mountDir, and /dev when a class
+// may hold devices. The pod has no API credentials.
+func DiscoveryJob(p Params, cfg *config.Configuration, nodeName string) *batchv1.Job {
+	j := baseJob(p, cfg, naming.DiscoveryJobName(nodeName), RoleDiscovery, nodeName)
+	j.Spec.BackoffLimit = ptr.To[int32](2)
+	if p.DiscoveryDeadline > 0 {
+		j.Spec.ActiveDeadlineSeconds = ptr.To(p.DiscoveryDeadline)
+	}
+	var specs []discovery.ClassSpec
+	var mounts []v1.VolumeMount
+	devices := false
+	prop := v1.MountPropagationHostToContainer
+	for i, name := range cfg.ClassNames() {
+		mc := cfg.StorageClassMap[name]
+		specs = append(specs, discovery.SpecFor(name, mc))
+		vol := "class-" + strconv.Itoa(i)
+		j.Spec.Template.Spec.Volumes = append(j.Spec.Template.Spec.Volumes, hostPathVolume(vol, mc.HostDir, v1.HostPathDirectoryOrCreate))
+		mounts = append(mounts, v1.VolumeMount{Name: vol, MountPath: mc.MountDir, ReadOnly: true, MountPropagation: &prop})
+		devices = devices || mc.AcceptsDevices()
+	}
+	if devices {
+		j.Spec.Template.Spec.Volumes = append(j.Spec.Template.Spec.Volumes, hostPathVolume("dev", "/dev", v1.HostPathDirectory))
+		mounts = append(mounts, v1.VolumeMount{Name: "dev", MountPath: "/dev", ReadOnly: true, MountPropagation: &prop})
+	}
+	classes, _ := json.Marshal(specs)
+	shards := max(p.DiscoveryShards, 1)
+	for i := range shards {
+		j.Spec.Template.Spec.Containers = append(j.Spec.Template.Spec.Containers, v1.Container{
+			Name:            "discover-" + strconv.Itoa(i),
+			Image:           p.Image,
+			ImagePullPolicy: p.ImagePullPolicy,
+			Args: []string{"discover", "--node-name=" + nodeName, "--classes=" + string(classes),
+				"--shard=" + strconv.Itoa(i), "--shards=" + strconv.Itoa(shards)},
+			VolumeMounts:             mounts,
+			TerminationMessagePolicy: v1.TerminationMessageReadFile,
+			Resources:                smallResources(),
+			SecurityContext: &v1.SecurityContext{
+				RunAsUser:                ptr.To[int64](0),
+				ReadOnlyRootFilesystem:   ptr.To(true),
+				AllowPrivilegeEscalation: ptr.To(false),
+				Capabilities:             &v1.Capabilities{Drop: []v1.Capability{"ALL"}, Add: []v1.Capability{"DAC_READ_SEARCH"}},
+			},
+		})
+	}
+	return j
+}
+
+// CleanupTarget is the volume a cleanup Job wipes.
+type CleanupTarget struct {
+	PVName, PVUID string
+	NodeName      string
+	Class         string
+	Kind          report.VolumeKind
+	HostPath      string
+	Mount         config.MountConfig
+}
+
+// CleanupJob returns the cleanup Job of one attempt. It carries the whole
+// target in annotations, so a retry can be built from it after the PV is
+// gone, and a finalizer, so that it keeps locking the volume until the master
+// has seen its result.
+func CleanupJob(p Params, cfg *config.Configuration, t CleanupTarget, attempt int) *batchv1.Job {
+	volID := naming.VolumeID(t.NodeName, t.HostPath)
+	j := baseJob(p, cfg, naming.CleanupJobName(volID, attempt), RoleCleanup, t.NodeName)
+	j.Finalizers = []string{FinalizerCleanupLock}
+	j.Labels[LabelVolumeID] = volID
+	j.Spec.Template.Labels[LabelVolumeID] = volID
+	for k, v := range map[string]string{AnnHostPath: t.HostPath, AnnClass: t.Class, AnnKind: string(t.Kind),
+		AnnPVName: t.PVName, AnnPVUID: t.PVUID, AnnAttempt: strconv.Itoa(attempt)} {
+		j.Annotations[k] = v
+	}
+	j.Spec.TTLSecondsAfterFinished = ptr.To(p.CleanupTTL)
+	j.Spec.BackoffLimit = ptr.To[int32](0)
+	prop := v1.MountPropagationHostToContainer
+	ps := &j.Spec.Template.Spec
+	// DirectoryOrCreate: a missing directory must fail the cleanup ("not a
+	// mount point") rather than leave the pod waiting for a volume forever.
+	ps.Volumes = []v1.Volume{hostPathVolume("class", t.Mount.HostDir, v1.HostPathDirectoryOrCreate)}
+	mounts := []v1.VolumeMount{{Name: "class", MountPath: t.Mount.MountDir, MountPropagation: &prop}}
+	sc := &v1.SecurityContext{RunAsUser: ptr.To[int64](0), ReadOnlyRootFilesystem: ptr.To(true)}
+	if t.Kind == report.KindBlock {
+		ps.Volumes = append(ps.Volumes, hostPathVolume("dev", "/dev", v1.HostPathDirectory))
+		mounts = append(mounts, v1.VolumeMount{Name: "dev", MountPath: "/dev", MountPropagation: &prop})
+		sc.Privileged = ptr.To(true)
+	}
+	command, _ := json.Marshal(t.Mount.BlockCleanerCommand)
+	ps.Containers = []v1.Container{{
+		Name:            "cleanup",
+		Image:           p.Image,
+		ImagePullPolicy: p.ImagePullPolicy,
+		Args: []string{"cleanup", "--kind=" + string(t.Kind), "--mount-dir=" + t.Mount.MountDir,
+			"--path=" + filepath.Join(t.Mount.MountDir, filepath.Base(t.HostPath)), "--command=" + string(command)},
+		VolumeMounts:             mounts,
+		TerminationMessagePolicy: v1.TerminationMessageFallbackToLogsOnError,
+		Resources:                smallResources(),
+		SecurityContext:          sc,
+	}}
+	return j
+}
+
+// RetryJob returns the next attempt of a failed cleanup Job.
+func RetryJob(failed *batchv1.Job, attempt int) *batchv1.Job {
+	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{
+		Name:        naming.CleanupJobName(failed.Labels[LabelVolumeID], attempt),
+		Namespace:   failed.Namespace,
+		Labels:      copyMap(failed.Labels),
+		Annotations: copyMap(failed.Annotations),
+		Finalizers:  []string{FinalizerCleanupLock},
+	}}
+	j.Annotations[AnnAttempt] = strconv.Itoa(attempt)
+	failed.Spec.DeepCopyInto(&j.Spec)
+	// The Job controller adds these to the spec; a new Job must not carry them.
+	j.Spec.Selector = nil
+	j.Spec.ManualSelector = nil
+	delete(j.Spec.Template.Labels, "controller-uid")
+	delete(j.Spec.Template.Labels, batchv1.ControllerUidLabel)
+	delete(j.Spec.Template.Labels, batchv1.JobNameLabel)
+	delete(j.Spec.Template.Labels, "job-name")
+	return j
+}
+
+func copyMap(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,109 @@
+package jobs
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/nodeplug/nodeplug/pkg/localpv/config"
+	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
+	"github.com/nodeplug/nodeplug/pkg/localpv/report"
+)
+
+func testConfig(t *testing.T, extra map[string]string) *config.Configuration {
+	t.Helper()
+	data := map[string]string{config.KeyStorageClassMap: `
+fast: {hostDir: /mnt/fast, mountDir: /mnt/fast}
+blk: {hostDir: /mnt/blk, volumeMode: Block, blockCleanerCommand: [wipefs, -a, "$(LOCAL_PV_BLKDEVICE)"]}
+`}
+	for k, v := range extra {
+		data[k] = v
+	}
+	cfg, _, err := config.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func TestTolerations(t *testing.T) {
+	tests := []struct {
+		name  string
+		extra map[string]string
+		want  []string
+		not   []string
+	}{
+		{name: "daemonset defaults", want: []string{v1.TaintNodeNotReady, v1.TaintNodeUnreachable, v1.TaintNodeUnschedulable, v1.TaintNodeDiskPressure}},
+		{name: "defaults disabled", extra: map[string]string{config.KeyUseDaemonSetTolerations: "false"}, not: []string{v1.TaintNodeNotReady}},
+		{name: "configured added", extra: map[string]string{config.KeyJobTolerations: "- {key: storage, operator: Exists}"}, want: []string{"storage", v1.TaintNodeNotReady}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var keys []string
+			for _, tol := range Tolerations(testConfig(t, tc.extra)) {
+				keys = append(keys, tol.Key)
+			}
+			for _, k := range tc.want {
+				if !slices.Contains(keys, k) {
+					t.Errorf("missing toleration %s in %v", k, keys)
+				}
+			}
+			for _, k := range tc.not {
+				if slices.Contains(keys, k) {
+					t.Errorf("unexpected toleration %s", k)
+				}
+			}
+		})
+	}
+}
+
+func TestDiscoveryJobMountsEveryClassReadOnly(t *testing.T) {
+	j := DiscoveryJob(Params{Namespace: "lpv", Image: "img", DiscoveryShards: 3}, testConfig(t, nil), strings.Repeat("n", 253))
+	if errs := validation.IsDNS1123Label(j.Name); len(errs) > 0 {
+		t.Fatalf("bad Job name: %v", errs)
+	}
+	ctr := j.Spec.Template.Spec.Containers[0]
+	mounts := map[string]bool{}
+	for _, m := range ctr.VolumeMounts {
+		if !m.ReadOnly {
+			t.Errorf("discovery mount %s is writable", m.MountPath)
+		}
+		mounts[m.MountPath] = true
+	}
+	for _, p := range []string{"/mnt/fast", "/mnt/blk", "/dev"} {
+		if !mounts[p] {
+			t.Errorf("missing mount %s", p)
+		}
+	}
+	if len(j.Spec.Template.Spec.Containers) != 3 || ctr.SecurityContext.Privileged != nil {
+		t.Error("want 3 unprivileged shard containers")
+	}
+}
+
+func TestRetryJobStripsControllerFields(t *testing.T) {
+	cfg := testConfig(t, nil)
+	target := CleanupTarget{PVName: "pv", PVUID: "uid", NodeName: "a", Class: "blk", Kind: report.KindBlock,
+		HostPath: "/mnt/blk/sdb", Mount: cfg.StorageClassMap["blk"]}
+	failed := CleanupJob(Params{Namespace: "lpv", Image: "img"}, cfg, target, 1)
+	failed.UID = "job-uid"
+	failed.Spec.Selector = nil
+	failed.Spec.Template.Labels[batchv1.ControllerUidLabel] = "job-uid"
+	failed.Spec.Template.Labels[batchv1.JobNameLabel] = failed.Name
+	retry := RetryJob(failed, 2)
+	if retry.Name != naming.CleanupJobName(naming.VolumeID("a", "/mnt/blk/sdb"), 2) || Attempt(retry) != 2 {
+		t.Fatalf("bad retry identity: %s attempt %d", retry.Name, Attempt(retry))
+	}
+	if _, ok := retry.Spec.Template.Labels[batchv1.ControllerUidLabel]; ok || retry.UID != "" {
+		t.Fatal("retry carries the failed Job's controller fields")
+	}
+	if retry.Annotations[AnnPVUID] != "uid" || !slices.Contains(retry.Finalizers, FinalizerCleanupLock) {
+		t.Fatal("retry lost its target or its lock")
+	}
+	if Attempt(failed) != 1 {
+		t.Fatal("RetryJob modified the failed Job")
+	}
+}

@@ -1,0 +1,59 @@
+package report
+
+// Version is the report format version written by this package.
+const Version = 1
+
+// VolumeKind says what a discovered entry is.
+type VolumeKind string
+
+const (
+	// KindDirectory is a directory that is a mount point.
+	KindDirectory VolumeKind = "d"
+	// KindBlock is a block device, or a symlink to one under /dev.
+	KindBlock VolumeKind = "b"
+)
+
+// Report is the result of one discovery run on one node.
+type Report struct {
+	// Version is the format version; decoders reject other versions.
+	Version int `json:"v"`
+	// Node is the node name the discoverer was told it runs on.
+	Node string `json:"node"`
+	// Classes holds one entry per storage class the Job was asked about.
+	Classes []Class `json:"classes"`
+}
+
+// Class is the discovery result of one storage class.
+type Class struct {
+	// Name is the storage class name.
+	Name string `json:"name"`
+	// Error is set when the class's directory could not be read. Its
+	// volumes are then unknown, not absent.
+	Error string `json:"error,omitempty"`
+	// Volumes are the usable entries, sorted by name.
+	Volumes []Volume `json:"volumes,omitempty"`
+	// Skipped are entries that matched the name pattern but cannot be
+	// published, at most MaxSkipped of them.
+	Skipped []Skipped `json:"skipped,omitempty"`
+	// SkippedTotal counts all skipped entries.
+	SkippedTotal int `json:"skippedTotal,omitempty"`
+}
+
+// Volume is one publishable entry.
+type Volume struct {
+	// Name is the entry's name in the class directory: one path element.
+	Name string `json:"n"`
+	// Kind is what the entry is.
+	Kind VolumeKind `json:"k"`
+	// Capacity in bytes.
+	Capacity int64 `json:"c"`
+}
+
+// Skipped is an entry that matched but was not published.
+type Skipped struct {
+	Name   string `json:"n"`
+	Reason string `json:"r"`
+}
+
+// MaxSkipped bounds the skipped entries listed per class.
+const MaxSkipped = 16
