@@ -107,6 +107,11 @@ func TestManifests(t *testing.T) {
 			}
 		}
 	}
+	for _, ps := range []*v1.PodSpec{&master.Spec.Template.Spec, &watcher.Spec.Template.Spec} {
+		for _, c := range ps.Containers {
+			checkTerminationPath(t, c)
+		}
+	}
 	mounts := map[string]v1.VolumeMount{}
 	for _, m := range watcher.Spec.Template.Spec.Containers[0].VolumeMounts {
 		mounts[m.MountPath] = m
@@ -148,6 +153,22 @@ func checkPolicy(t *testing.T, policies map[string]*admissionv1.ValidatingAdmiss
 			exprs = append(exprs, v.Expression, v.MessageExpression)
 		}
 		checkCEL(t, exprs)
+	}
+}
+
+// checkTerminationPath fails when a container's termination message file,
+// the kubelet's default when unset, lies under one of its volume mounts: the
+// kubelet cannot create it in a read-only mount such as the host's /dev.
+func checkTerminationPath(t *testing.T, c v1.Container) {
+	t.Helper()
+	path := c.TerminationMessagePath
+	if path == "" {
+		path = v1.TerminationMessagePathDefault
+	}
+	for _, m := range c.VolumeMounts {
+		if path == m.MountPath || strings.HasPrefix(path, strings.TrimSuffix(m.MountPath, "/")+"/") {
+			t.Errorf("container %s: terminationMessagePath %s lies under mount %s", c.Name, path, m.MountPath)
+		}
 	}
 }
 

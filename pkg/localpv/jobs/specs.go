@@ -17,6 +17,13 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
 )
 
+// TerminationMessagePath is where Job containers write their termination
+// message. It lies outside /dev: block classes mount the host's /dev over the
+// container's, read-only for discovery, so the kubelet's default
+// /dev/termination-log could not be created there (and, on a writable /dev,
+// would be created on the host).
+const TerminationMessagePath = "/termination-log"
+
 // Params are the settings shared by all Jobs.
 type Params struct {
 	Namespace       string
@@ -122,8 +129,10 @@ func DiscoveryJob(p Params, cfg *config.Configuration, nodeName string) *batchv1
 			Image:           p.Image,
 			ImagePullPolicy: p.ImagePullPolicy,
 			Args: []string{"discover", "--node-name=" + nodeName, "--classes=" + string(classes),
-				"--shard=" + strconv.Itoa(i), "--shards=" + strconv.Itoa(shards)},
+				"--shard=" + strconv.Itoa(i), "--shards=" + strconv.Itoa(shards),
+				"--termination-log=" + TerminationMessagePath},
 			VolumeMounts:             mounts,
+			TerminationMessagePath:   TerminationMessagePath,
 			TerminationMessagePolicy: v1.TerminationMessageReadFile,
 			Resources:                smallResources(),
 			SecurityContext: &v1.SecurityContext{
@@ -181,8 +190,10 @@ func CleanupJob(p Params, cfg *config.Configuration, t CleanupTarget, attempt in
 		Image:           p.Image,
 		ImagePullPolicy: p.ImagePullPolicy,
 		Args: []string{"cleanup", "--kind=" + string(t.Kind), "--mount-dir=" + t.Mount.MountDir,
-			"--path=" + filepath.Join(t.Mount.MountDir, filepath.Base(t.HostPath)), "--command=" + string(command)},
+			"--path=" + filepath.Join(t.Mount.MountDir, filepath.Base(t.HostPath)), "--command=" + string(command),
+			"--termination-log=" + TerminationMessagePath},
 		VolumeMounts:             mounts,
+		TerminationMessagePath:   TerminationMessagePath,
 		TerminationMessagePolicy: v1.TerminationMessageFallbackToLogsOnError,
 		Resources:                smallResources(),
 		SecurityContext:          sc,

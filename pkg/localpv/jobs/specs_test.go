@@ -107,3 +107,38 @@ func TestRetryJobStripsControllerFields(t *testing.T) {
 		t.Fatal("RetryJob modified the failed Job")
 	}
 }
+
+func TestTerminationMessageOutsideMounts(t *testing.T) {
+	cfg := testConfig(t, nil)
+	p := Params{Namespace: "lpv", Image: "img", DiscoveryShards: 2}
+	target := func(class string, kind report.VolumeKind, path string) CleanupTarget {
+		return CleanupTarget{PVName: "pv", PVUID: "uid", NodeName: "a", Class: class, Kind: kind,
+			HostPath: path, Mount: cfg.StorageClassMap[class]}
+	}
+	tests := []struct {
+		name string
+		job  *batchv1.Job
+	}{
+		{name: "discovery with /dev", job: DiscoveryJob(p, cfg, "a")},
+		{name: "directory cleanup", job: CleanupJob(p, cfg, target("fast", report.KindDirectory, "/mnt/fast/v1"), 1)},
+		{name: "block cleanup with /dev", job: CleanupJob(p, cfg, target("blk", report.KindBlock, "/mnt/blk/sdb"), 1)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, ctr := range tc.job.Spec.Template.Spec.Containers {
+				path := ctr.TerminationMessagePath
+				if path != TerminationMessagePath {
+					t.Errorf("container %s: terminationMessagePath %q, want %q", ctr.Name, path, TerminationMessagePath)
+				}
+				for _, m := range ctr.VolumeMounts {
+					if path == m.MountPath || strings.HasPrefix(path, strings.TrimSuffix(m.MountPath, "/")+"/") {
+						t.Errorf("container %s: terminationMessagePath %s lies under mount %s", ctr.Name, path, m.MountPath)
+					}
+				}
+				if !slices.Contains(ctr.Args, "--termination-log="+path) {
+					t.Errorf("container %s: command does not write %s: %v", ctr.Name, path, ctr.Args)
+				}
+			}
+		})
+	}
+}

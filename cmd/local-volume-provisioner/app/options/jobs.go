@@ -11,11 +11,14 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/discovery"
+	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
 )
 
-// DefaultTerminationLog is the kubelet's default terminationMessagePath.
-const DefaultTerminationLog = "/dev/termination-log"
+// DefaultTerminationLog is the terminationMessagePath of the master's Job
+// containers. It is not the kubelet's default /dev/termination-log, because
+// Jobs of block classes mount the host's /dev over the container's.
+const DefaultTerminationLog = jobs.TerminationMessagePath
 
 // DiscoverOptions are the flags of the discover Job entrypoint.
 type DiscoverOptions struct {

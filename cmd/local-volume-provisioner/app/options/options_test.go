@@ -4,7 +4,26 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 )
+
+func TestJobTerminationLogDefaults(t *testing.T) {
+	tests := []struct {
+		name string
+		got  string
+	}{
+		{name: "discover", got: NewDiscoverOptions().TerminationLog},
+		{name: "cleanup", got: NewCleanupOptions().TerminationLog},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.got != jobs.TerminationMessagePath || strings.HasPrefix(tc.got, "/dev/") {
+				t.Fatalf("default --termination-log %q, want %q (outside /dev)", tc.got, jobs.TerminationMessagePath)
+			}
+		})
+	}
+}
 
 func TestMasterValidate(t *testing.T) {
 	valid := func() *MasterOptions {
