@@ -12,7 +12,8 @@ import (
 
 // Options configures a Prober. InUse and Events may also be set later with
 // SetInUseChecker and SetEventSink, when the components that answer them
-// exist only after the VolumePluginMgr was initialised.
+// exist only after the VolumePluginMgr was initialised. Events that happen
+// before SetEventSink are kept and replayed to the sink when it is set.
 type Options struct {
 	prober.Options
 }
@@ -24,7 +25,7 @@ type Prober struct {
 	lib    prober.Prober
 	runner utilexec.Interface
 	inUse  atomic.Pointer[prober.InUseChecker]
-	events atomic.Pointer[prober.EventSink]
+	events eventBuffer
 }
 
 // NewProber starts watching dir; see prober.New. runner runs the drivers
@@ -61,7 +62,10 @@ func (p *Prober) NewConsumerView() volume.DynamicPluginProber {
 func (p *Prober) SetInUseChecker(c prober.InUseChecker) { p.inUse.Store(&c) }
 
 // SetEventSink sets where discovery events go (normally the Node's events).
-func (p *Prober) SetEventSink(s prober.EventSink) { p.events.Store(&s) }
+// Events that happened before, such as init failures and invalid directory
+// names found by the scan inside NewProber, are replayed to s first (up to a
+// bound, Warnings first; see eventBuffer).
+func (p *Prober) SetEventSink(s prober.EventSink) { p.events.setSink(p.ctx, s) }
 
 // Library returns the underlying prober, for status and tests.
 func (p *Prober) Library() prober.Prober { return p.lib }
@@ -74,11 +78,7 @@ func (p *Prober) driverInUse(ctx context.Context, name string) (bool, error) {
 	return (*c).DriverInUse(ctx, name)
 }
 
-func (p *Prober) event(ctx context.Context, ev prober.Event) {
-	if s := p.events.Load(); s != nil {
-		(*s).Event(ctx, ev)
-	}
-}
+func (p *Prober) event(ctx context.Context, ev prober.Event) { p.events.event(ctx, ev) }
 
 type eventSinkFunc func(context.Context, prober.Event)
 
