@@ -48,7 +48,10 @@ const (
 	EventTypeWarning = "Warning"
 )
 
-// Event reasons.
+// Event reasons. All but DriverLoaded and DriverRemoved are Warnings.
+// PluginDirUnavailable: the plugin directory cannot be created or watched.
+// PluginDirScanFailed: it is watched but reading it failed; the loaded
+// drivers are kept.
 const (
 	ReasonDriverLoaded          = "FlexVolumeDriverLoaded"
 	ReasonDriverInitFailed      = "FlexVolumeDriverInitFailed"
@@ -56,6 +59,7 @@ const (
 	ReasonDriverRemoved         = "FlexVolumeDriverRemoved"
 	ReasonDriverDirInvalid      = "FlexVolumeDriverDirInvalid"
 	ReasonPluginDirUnavailable  = "FlexVolumePluginDirUnavailable"
+	ReasonPluginDirScanFailed   = "FlexVolumePluginDirScanFailed"
 )
 
 // Event is one notable change.

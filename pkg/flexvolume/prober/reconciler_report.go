@@ -18,11 +18,7 @@ func (r *reconciler) reportDirProblems(ctx context.Context, probs map[string]str
 			continue
 		}
 		changed = true
-		ev := Event{Type: EventTypeWarning, Reason: ReasonPluginDirUnavailable, Message: msg}
-		if isDirProblemKey(k) {
-			ev.Reason, ev.Driver = ReasonDriverDirInvalid, strings.TrimPrefix(k, dirProblemPrefix)
-		}
-		r.emit(ctx, ev)
+		r.emit(ctx, dirProblemEvent(k, msg))
 	}
 	if changed {
 		clear(r.dirProbs)
@@ -31,6 +27,18 @@ func (r *reconciler) reportDirProblems(ctx context.Context, probs map[string]str
 		}
 	}
 	return changed
+}
+
+// dirProblemEvent returns the Warning event for a directory-level problem.
+func dirProblemEvent(key, msg string) Event {
+	ev := Event{Type: EventTypeWarning, Reason: ReasonPluginDirUnavailable, Message: msg}
+	switch {
+	case key == problemScan:
+		ev.Reason = ReasonPluginDirScanFailed
+	case isDirProblemKey(key):
+		ev.Reason, ev.Driver = ReasonDriverDirInvalid, strings.TrimPrefix(key, dirProblemPrefix)
+	}
+	return ev
 }
 
 // emit logs an event, counts it and passes it to the sink.
