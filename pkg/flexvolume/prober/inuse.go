@@ -3,14 +3,17 @@ package prober
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
 // NewKubeletInUseChecker returns an InUseChecker for the kubelet: a driver
@@ -55,29 +58,49 @@ func nonEmptyDir(dir string) (bool, error) {
 	return false, err
 }
 
+// ErrNodesNotSynced is returned by the checker of
+// NewNodeStatusInUseChecker while the node informer has not synced. The
+// prober counts an error as "in use": no driver is unloaded on a guess.
+var ErrNodesNotSynced = errors.New("node informer has not synced yet")
+
 // NewNodeStatusInUseChecker returns an InUseChecker for the
 // kube-controller-manager: a driver is in use while any Node reports a
-// volume of it as attached or in use. Attachable flexvolume volumes are
-// named "<vendor>/<driver>/<volume>" there.
-func NewNodeStatusInUseChecker(nodes corelisters.NodeLister) InUseChecker {
+// volume of it as attached or in use. Until synced returns true (normally
+// the node informer's HasSynced; nil never does) every check fails with
+// ErrNodesNotSynced, as an empty cache would otherwise read as "unused".
+//
+// Node status names volumes by their unique name, "<plugin name>/<volume
+// name>" (upstream's GetUniqueVolumeName): "<vendor>/<driver>/<volume>", or
+// "<driver>/<volume>" for a driver without a vendor. The volume name (a PV
+// or pod volume name, or "<pod uid>-<volume>") never contains a '/', which
+// keeps driver "foo" apart from driver "foo/bar".
+func NewNodeStatusInUseChecker(nodes corelisters.NodeLister, synced cache.InformerSynced) InUseChecker {
 	return InUseFunc(func(_ context.Context, pluginName string) (bool, error) {
+		if synced == nil || !synced() {
+			return false, ErrNodesNotSynced
+		}
 		list, err := nodes.List(labels.Everything())
 		if err != nil {
-			return false, err
+			return false, fmt.Errorf("listing nodes: %w", err)
 		}
-		prefix := pluginName + "/"
 		for _, n := range list {
 			for _, v := range n.Status.VolumesAttached {
-				if strings.HasPrefix(string(v.Name), prefix) {
+				if isVolumeOf(v.Name, pluginName) {
 					return true, nil
 				}
 			}
 			for _, v := range n.Status.VolumesInUse {
-				if strings.HasPrefix(string(v), prefix) {
+				if isVolumeOf(v, pluginName) {
 					return true, nil
 				}
 			}
 		}
 		return false, nil
 	})
+}
+
+// isVolumeOf tells whether a unique volume name belongs to plugin pluginName.
+func isVolumeOf(unique v1.UniqueVolumeName, pluginName string) bool {
+	vol, ok := strings.CutPrefix(string(unique), pluginName+"/")
+	return ok && vol != "" && !strings.Contains(vol, "/")
 }

@@ -1,8 +1,11 @@
 package prober
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -40,22 +43,75 @@ func TestKubeletInUseChecker(t *testing.T) {
 }
 
 func TestNodeStatusInUseChecker(t *testing.T) {
+	attached := func(names ...string) v1.NodeStatus {
+		var st v1.NodeStatus
+		for _, n := range names {
+			st.VolumesAttached = append(st.VolumesAttached, v1.AttachedVolume{Name: v1.UniqueVolumeName(n), DevicePath: "/dev/loop1"})
+		}
+		return st
+	}
+	inUse := func(names ...string) v1.NodeStatus {
+		var st v1.NodeStatus
+		for _, n := range names {
+			st.VolumesInUse = append(st.VolumesInUse, v1.UniqueVolumeName(n))
+		}
+		return st
+	}
+	tests := []struct {
+		name     string
+		driver   string
+		status   []v1.NodeStatus
+		unsynced bool
+		want     bool
+		wantErr  error
+	}{
+		{name: "no nodes", driver: "example.com/nfs"},
+		{name: "attached volume", driver: "example.com/nfs", status: []v1.NodeStatus{attached("example.com/nfs/pv1")}, want: true},
+		{name: "volume in use", driver: "example.com/nfs", status: []v1.NodeStatus{{}, inUse("example.com/nfs/pv1")}, want: true},
+		{name: "prefix of another driver's name", driver: "example.com/nf", status: []v1.NodeStatus{attached("example.com/nfs/pv1")}},
+		{name: "vendor-less driver and a vendor of the same name", driver: "foo", status: []v1.NodeStatus{attached("foo/bar/pv1"), inUse("foo/bar/pv2")}},
+		{name: "vendor-less driver", driver: "foo", status: []v1.NodeStatus{inUse("foo/pv1")}, want: true},
+		{name: "driver whose vendor is another driver", driver: "foo/bar", status: []v1.NodeStatus{inUse("foo/pv1")}},
+		{name: "plugin name alone", driver: "example.com/nfs", status: []v1.NodeStatus{inUse("example.com/nfs/")}},
+		{name: "not synced", driver: "example.com/nfs", unsynced: true, wantErr: ErrNodesNotSynced},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+			for i, st := range tc.status {
+				node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%d", i)}, Status: st}
+				if err := idx.Add(node); err != nil {
+					t.Fatal(err)
+				}
+			}
+			synced := func() bool { return !tc.unsynced }
+			got, err := NewNodeStatusInUseChecker(corelisters.NewNodeLister(idx), synced).DriverInUse(t.Context(), tc.driver)
+			if !errors.Is(err, tc.wantErr) || got != tc.want {
+				t.Errorf("DriverInUse(%q) = %v, %v; want %v, %v", tc.driver, got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestRemovalWhileNodesNotSynced: a driver removed from disk while the node
+// informer has not synced stays loaded, and is unloaded once the synced
+// cache says no volume uses it.
+func TestRemovalWhileNodesNotSynced(t *testing.T) {
+	root := t.TempDir()
+	install(t, root, "example.com~nfs", "nfs", script(capsAttach))
+	var synced atomic.Bool
+	opts := testOptions(&sink{})
 	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	lister := corelisters.NewNodeLister(idx)
-	checker := NewNodeStatusInUseChecker(lister)
-	if used, _ := checker.DriverInUse(t.Context(), "example.com/nfs"); used {
-		t.Error("in use without nodes")
+	opts.InUse = NewNodeStatusInUseChecker(corelisters.NewNodeLister(idx), synced.Load)
+	p := newTestProber(t, root, opts)
+	waitFor(t, p, "install", ready("example.com/nfs", true))
+	if err := os.RemoveAll(filepath.Join(root, "example.com~nfs")); err != nil {
+		t.Fatal(err)
 	}
-	_ = idx.Add(&v1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: "n1"},
-		Status: v1.NodeStatus{VolumesAttached: []v1.AttachedVolume{
-			{Name: "example.com/nfs/pv1", DevicePath: "/dev/loop1"},
-		}},
+	waitFor(t, p, "removal deferred", func(s *Snapshot) bool {
+		e := s.Entries["example.com/nfs"]
+		return e != nil && e.State == StateRemoving
 	})
-	if used, _ := checker.DriverInUse(t.Context(), "example.com/nfs"); !used {
-		t.Error("attached volume not seen")
-	}
-	if used, _ := checker.DriverInUse(t.Context(), "example.com/nf"); used {
-		t.Error("prefix of another driver matched")
-	}
+	synced.Store(true)
+	waitFor(t, p, "unloaded", func(s *Snapshot) bool { return s.Entries["example.com/nfs"] == nil })
 }
