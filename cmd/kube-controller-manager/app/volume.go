@@ -9,7 +9,6 @@ import (
 	upstream "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	"k8s.io/kubernetes/cmd/kube-controller-manager/names"
 	"k8s.io/kubernetes/pkg/controller/volume/attachdetach"
-	persistentvolumeconfig "k8s.io/kubernetes/pkg/controller/volume/persistentvolume/config"
 	"k8s.io/kubernetes/pkg/controller/volume/selinuxwarning"
 	"k8s.io/kubernetes/pkg/volume"
 )
@@ -17,7 +16,7 @@ import (
 // ProberFactory returns the dynamic plugin prober one controller uses.
 // consumer names the controller. Factories that share one watcher return
 // a separate view per consumer, because a prober's events are consumed.
-type ProberFactory func(ctx context.Context, consumer string, cfg persistentvolumeconfig.VolumeConfiguration) (volume.DynamicPluginProber, error)
+type ProberFactory func(ctx context.Context, consumer string, cc upstream.ControllerContext) (volume.DynamicPluginProber, error)
 
 // VolumeHooks is what nodeplug changes in the volume controllers.
 type VolumeHooks struct {
@@ -35,11 +34,11 @@ func newVolumeHooks(np *NodeplugOptions) *VolumeHooks {
 	return h
 }
 
-func (h *VolumeHooks) prober(ctx context.Context, consumer string, cfg persistentvolumeconfig.VolumeConfiguration) (volume.DynamicPluginProber, error) {
+func (h *VolumeHooks) prober(ctx context.Context, consumer string, cc upstream.ControllerContext) (volume.DynamicPluginProber, error) {
 	if h == nil || h.Prober == nil {
-		return upstream.GetDynamicPluginProber(ctx, cfg), nil
+		return upstream.GetDynamicPluginProber(ctx, cc.ComponentConfig.PersistentVolumeBinderController.VolumeConfiguration), nil
 	}
-	return h.Prober(ctx, consumer, cfg)
+	return h.Prober(ctx, consumer, cc)
 }
 
 // buildVolumeControllers removes the attach/detach and SELinux-warning
@@ -87,7 +86,7 @@ func (h *VolumeHooks) newAttachDetach(ctx context.Context, cc upstream.Controlle
 	if err != nil {
 		return nil, fmt.Errorf("probing volume plugins for the attach/detach controller: %w", err)
 	}
-	prober, err := h.prober(ctx, name, cfg)
+	prober, err := h.prober(ctx, name, cc)
 	if err != nil {
 		return nil, fmt.Errorf("flexvolume prober for the attach/detach controller: %w", err)
 	}
@@ -115,7 +114,7 @@ func (h *VolumeHooks) newSELinuxWarning(ctx context.Context, cc upstream.Control
 	if err != nil {
 		return nil, fmt.Errorf("probing volume plugins for the SELinux warning controller: %w", err)
 	}
-	prober, err := h.prober(ctx, name, cfg)
+	prober, err := h.prober(ctx, name, cc)
 	if err != nil {
 		return nil, fmt.Errorf("flexvolume prober for the SELinux warning controller: %w", err)
 	}

@@ -13,6 +13,11 @@ import (
 // UnsecuredDependencies and before upstream's Run; the fields it may replace
 // are DynamicPluginProber, Mounter/HostUtil/Subpather, VolumePlugins and
 // Options. With no nodeplug flag set it changes nothing.
+//
+// Work that needs the running kubelet (its event recorder, its initialised
+// CSI volume plugin) is appended to deps.Options: upstream's NewMainKubelet
+// applies those after it has built the volume plugin manager, on its own
+// goroutine, before the kubelet starts syncing pods.
 func CustomizeDependencies(ctx context.Context, s *options.KubeletServer, deps *kubelet.Dependencies, np *NodeplugOptions) error {
 	if !np.Enabled() {
 		return nil
@@ -21,5 +26,17 @@ func CustomizeDependencies(ctx context.Context, s *options.KubeletServer, deps *
 	logger.Info("Nodeplug features enabled",
 		"flexVolumeDiscovery", np.FlexVolumeDiscovery,
 		"pluginRegistrationDir", np.PluginRegistrationDir)
+	node, err := newNodeRef(s)
+	if err != nil {
+		return err
+	}
+	if np.FlexVolumeDiscovery {
+		if err := useFlexVolumeDiscovery(ctx, s, deps, node); err != nil {
+			return err
+		}
+	}
+	if np.PluginRegistrationDir != "" {
+		usePluginWatcher(ctx, deps, np, node)
+	}
 	return nil
 }

@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/pflag"
 	cliflag "k8s.io/component-base/cli/flag"
@@ -61,11 +62,39 @@ func (o *NodeplugOptions) Validate(rootDir string) error {
 	if !filepath.IsAbs(dir) {
 		return fmt.Errorf("--experimental-plugin-registration-dir: %q is not an absolute path", o.PluginRegistrationDir)
 	}
-	if upstreamDir := filepath.Join(filepath.Clean(rootDir), "plugins_registry"); dir == upstreamDir {
-		return fmt.Errorf("--experimental-plugin-registration-dir: %q is upstream's plugin manager directory; "+
-			"two watchers on one directory would conflict, choose another directory", o.PluginRegistrationDir)
+	root, err := filepath.Abs(rootDir)
+	if err != nil {
+		return fmt.Errorf("--root-dir %q: %w", rootDir, err)
+	}
+	upstreamDir := filepath.Join(root, "plugins_registry")
+	// The watch is recursive, so a parent of upstream's directory would
+	// watch upstream's sockets too, and a subdirectory would be watched by
+	// both. Symlinks are resolved where the paths already exist.
+	if overlaps(resolve(dir), resolve(upstreamDir)) {
+		return fmt.Errorf("--experimental-plugin-registration-dir: %q overlaps %s, upstream's plugin manager directory; "+
+			"two watchers on one directory would conflict, choose a directory outside it (e.g. %s_nodeplug)",
+			o.PluginRegistrationDir, upstreamDir, upstreamDir)
 	}
 	return nil
+}
+
+// resolve returns path with symlinks resolved, or path itself when it does
+// not exist (yet).
+func resolve(path string) string {
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		return r
+	}
+	return path
+}
+
+// overlaps reports whether a and b are the same directory or one contains
+// the other.
+func overlaps(a, b string) bool {
+	within := func(x, y string) bool {
+		rel, err := filepath.Rel(y, x)
+		return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+	}
+	return within(a, b) || within(b, a)
 }
 
 // Enabled reports whether any nodeplug feature is switched on.

@@ -105,6 +105,9 @@ func TestNodeplugOptionsValidate(t *testing.T) {
 		"defaults":                  {opts: *NewNodeplugOptions()},
 		"own registration dir":      {opts: NodeplugOptions{PluginNamePolicy: "Reject", PluginRegistrationDir: "/var/lib/kubelet/nodeplug_registry"}},
 		"upstream's registry dir":   {opts: NodeplugOptions{PluginNamePolicy: "Warn", PluginRegistrationDir: "/var/lib/kubelet/plugins_registry/"}, wantErr: "upstream's plugin manager directory"},
+		"parent of upstream's dir":  {opts: NodeplugOptions{PluginNamePolicy: "Warn", PluginRegistrationDir: "/var/lib/kubelet"}, wantErr: "upstream's plugin manager directory"},
+		"inside upstream's dir":     {opts: NodeplugOptions{PluginNamePolicy: "Warn", PluginRegistrationDir: "/var/lib/kubelet/plugins_registry/x"}, wantErr: "upstream's plugin manager directory"},
+		"sibling with same prefix":  {opts: NodeplugOptions{PluginNamePolicy: "Warn", PluginRegistrationDir: "/var/lib/kubelet/plugins_registry_nodeplug"}},
 		"relative registration dir": {opts: NodeplugOptions{PluginNamePolicy: "Warn", PluginRegistrationDir: "registry"}, wantErr: "not an absolute path"},
 		"empty policy":              {opts: NodeplugOptions{}, wantErr: "not one of Warn, Reject"},
 	}
