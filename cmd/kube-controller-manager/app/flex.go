@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -14,11 +13,6 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/util/groupexec"
 	npflex "github.com/nodeplug/nodeplug/pkg/volume/flexvolume"
 )
-
-// errNodesNotSynced makes the in-use check fail while the node informer has
-// not synced; the prober counts a failed check as "in use", so no driver is
-// unloaded on a guess.
-var errNodesNotSynced = errors.New("node informer has not synced yet")
 
 // nodeplugFlexProber returns the ProberFactory for
 // --experimental-flexvolume-discovery: one nodeplug prober on
@@ -38,13 +32,9 @@ func nodeplugFlexProber() ProberFactory {
 		if p == nil {
 			dir := cc.ComponentConfig.PersistentVolumeBinderController.VolumeConfiguration.FlexVolumePluginDir
 			nodes := cc.InformerFactory.Core().V1().Nodes()
-			byStatus := prober.NewNodeStatusInUseChecker(nodes.Lister())
-			inUse := prober.InUseFunc(func(ctx context.Context, name string) (bool, error) {
-				if !nodes.Informer().HasSynced() {
-					return false, errNodesNotSynced
-				}
-				return byStatus.DriverInUse(ctx, name)
-			})
+			// Until the node informer has synced the check fails, which the
+			// prober counts as "in use": no driver is unloaded on a guess.
+			inUse := prober.NewNodeStatusInUseChecker(nodes.Lister(), nodes.Informer().HasSynced)
 			var err error
 			p, err = npflex.NewProber(ctx, dir, groupexec.New(), npflex.Options{Options: prober.Options{InUse: inUse}})
 			if err != nil {
