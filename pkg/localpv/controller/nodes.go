@@ -121,9 +121,13 @@ func (c *controller) processDiscovery(ctx context.Context, node *v1.Node, job *b
 	if err != nil {
 		return c.discoveryFailed(node, err.Error())
 	}
+	r, err := report.Decode(msgs)
+	if errors.Is(err, report.ErrShardsDisagree) {
+		metrics.DiscoveryDuration.WithLabelValues("inconsistent").Observe(elapsed)
+		return c.discoveryInconsistent(node, err)
+	}
 	metrics.DiscoveryDuration.WithLabelValues("succeeded").Observe(elapsed)
 	c.withNode(node.Name, func(st *nodeState) { st.failures = 0 })
-	r, err := report.Decode(msgs)
 	if err != nil {
 		return c.rejectReport(node, "Undecodable", err)
 	}
@@ -140,13 +144,30 @@ func (c *controller) processDiscovery(ctx context.Context, node *v1.Node, job *b
 func (c *controller) discoveryFailed(node *v1.Node, msg string) error {
 	metrics.JobFailures.WithLabelValues(metrics.KindDiscovery).Inc()
 	c.event(node, v1.EventTypeWarning, "DiscoveryFailed", "Discovery Job failed: %s", msg)
+	c.retryDiscovery(node.Name)
+	return nil
+}
+
+// discoveryInconsistent handles a report whose shards were scanned from
+// different states of the disks: each container of a discovery pod scans on
+// its own, and a disk changed between their scans. This is neither a failed Job
+// nor a rejected report; discovery runs again after the backoff, which also
+// bounds what a node forging such reports can cause.
+func (c *controller) discoveryInconsistent(node *v1.Node, err error) error {
+	c.event(node, v1.EventTypeNormal, "DiscoveryRetried", "Disks changed during discovery, running it again: %v", err)
+	c.retryDiscovery(node.Name)
+	return nil
+}
+
+// retryDiscovery requests another discovery run after the backoff of the
+// node's consecutive unusable runs.
+func (c *controller) retryDiscovery(name string) {
 	now := c.clock.Now()
-	c.withNode(node.Name, func(st *nodeState) {
+	c.withNode(name, func(st *nodeState) {
 		st.failures++
 		st.wantDiscovery = true
 		st.notBefore = now.Add(c.backoff(st.failures))
 	})
-	return nil
 }
 
 func (c *controller) rejectReport(node *v1.Node, reason string, err error) error {

@@ -270,6 +270,44 @@ func TestFailedDiscoveryIsRetriedWithBackoff(t *testing.T) {
 	}
 }
 
+func TestShardsOfDifferentScansRetryDiscovery(t *testing.T) {
+	f := newFixture(t, nil, newNode("a", nil), newClass("fast", v1.PersistentVolumeReclaimDelete))
+	name := naming.DiscoveryJobName("a")
+	rejected := counterValue(t, metrics.RejectedReports.WithLabelValues("Undecodable"))
+	failures := counterValue(t, metrics.JobFailures.WithLabelValues(metrics.KindDiscovery))
+	f.c.requestDiscovery("a")
+	f.sync(nodeKey("a"))
+	// Shard 0 was scanned before vol2 was mounted, shard 1 after.
+	before, after := mustEncode(t, fsReport("a", "vol1")), mustEncode(t, fsReport("a", "vol1", "vol2"))
+	f.finishJob(name, true, before[0], after[1])
+	f.sync(nodeKey("a"))
+	f.wantEvent("DiscoveryRetried")
+	if got := counterValue(t, metrics.RejectedReports.WithLabelValues("Undecodable")) - rejected; got != 0 {
+		t.Errorf("inconsistent shards counted as %v rejected reports", got)
+	}
+	if got := counterValue(t, metrics.JobFailures.WithLabelValues(metrics.KindDiscovery)) - failures; got != 0 {
+		t.Errorf("inconsistent shards counted as %v Job failures", got)
+	}
+	if f.job(name) != nil {
+		t.Fatal("the inconsistent discovery Job was not deleted")
+	}
+	_ = f.kube.CoreV1().Pods(testNS).Delete(t.Context(), name+"-pod", metav1.DeleteOptions{})
+	f.sync(nodeKey("a"))
+	if f.job(name) != nil {
+		t.Fatal("discovery re-run before the backoff")
+	}
+	f.clock.Step(11 * time.Second)
+	f.sync(nodeKey("a"))
+	if f.job(name) == nil {
+		t.Fatal("discovery not re-run after the backoff")
+	}
+	f.finishJob(name, true, after...)
+	f.sync(nodeKey("a"))
+	if f.pv(naming.PVName("a", "/mnt/fast/vol2")) == nil {
+		t.Fatal("the re-run's consistent report did not publish vol2")
+	}
+}
+
 func TestMissingHostnameLabel(t *testing.T) {
 	n := newNode("a", nil)
 	delete(n.Labels, v1.LabelHostname)

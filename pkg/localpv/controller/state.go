@@ -16,7 +16,8 @@ type nodeState struct {
 	notBefore time.Time
 	// reserved says a rate-limiter token is held for notBefore.
 	reserved bool
-	// failures counts consecutive failed discovery runs.
+	// failures counts consecutive discovery runs that failed or whose
+	// shards disagreed.
 	failures int
 	// processed is the last discovery Job whose result was consumed.
 	processed types.UID

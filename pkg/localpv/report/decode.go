@@ -27,6 +27,12 @@ const (
 // ErrInvalid wraps every decoding failure.
 var ErrInvalid = errors.New("invalid discovery report")
 
+// ErrShardsDisagree wraps ErrInvalid when well-formed shards carry different
+// digests or encodings: each container scans on its own, so a disk that
+// changed between their scans yields shards of different reports. That is a
+// reason to run discovery again, not evidence of a lying node.
+var ErrShardsDisagree = errors.New("shards come from different discovery runs")
+
 type shard struct {
 	enc, digest string
 	index, n    int
@@ -56,7 +62,7 @@ func Decode(msgs []string) (*Report, error) {
 		case s.n != len(msgs):
 			return nil, fmt.Errorf("%w: message %d claims %d shards, got %d", ErrInvalid, i, s.n, len(msgs))
 		case s.enc != first.enc || s.digest != first.digest:
-			return nil, fmt.Errorf("%w: shards come from different discovery runs", ErrInvalid)
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, ErrShardsDisagree)
 		}
 		payload.WriteString(s.payload)
 	}

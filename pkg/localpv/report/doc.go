@@ -12,5 +12,6 @@
 // (raw-deflate compressed, then unpadded standard base64). The payloads of
 // shards 0..total-1 are concatenated before decoding. digest is the first 16
 // hex characters of the SHA-256 of the JSON, so shards computed from
-// different views of the disks are detected and the report is rejected.
+// different views of the disks are detected (ErrShardsDisagree) and the
+// discovery is run again.
 package report

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -192,5 +193,32 @@ func BenchmarkEncodeDecode200UUIDs(b *testing.B) {
 		if _, err := Decode(msgs); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestDecodeShardsOfDifferentScansAreRetriable(t *testing.T) {
+	before, _ := Encode(makeReport(2, func(i int) string { return fmt.Sprintf("v%d", i) }), 3)
+	rng := rand.New(rand.NewPCG(9, 10))
+	after, _ := Encode(makeReport(200, func(int) string { return uuidName(rng) }), 3)
+	tests := []struct {
+		name      string
+		msgs      []string
+		retriable bool
+	}{
+		{name: "a disk appeared after shard 0 was scanned", msgs: []string{before[0], after[1], after[2]}, retriable: true},
+		{name: "a disk vanished before the last shard was scanned", msgs: []string{after[0], after[1], before[2]}, retriable: true},
+		{name: "shards agree but the payload does not match", msgs: []string{"lpv1 j 0 1 0123456789abcdef {}"}},
+		{name: "garbage", msgs: []string{"panic: runtime error"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Decode(tc.msgs)
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("want ErrInvalid, got %v", err)
+			}
+			if got := errors.Is(err, ErrShardsDisagree); got != tc.retriable {
+				t.Fatalf("errors.Is(ErrShardsDisagree) = %v, want %v (%v)", got, tc.retriable, err)
+			}
+		})
 	}
 }
