@@ -9,6 +9,8 @@ import (
 // elect makes inst the registered owner of its plugin key if it is the
 // newest live socket of that plugin. An older socket stays a standby: it is
 // neither registered nor notified, and takes over if the newer one leaves.
+// The current owner is de-registered only once inst has passed validation,
+// so a newer socket that keeps failing never takes the working one down.
 func (r *reconciler) elect(ctx context.Context, inst instance, conn *pluginConn) time.Duration {
 	if !r.gate.tryLock(inst.key, inst.path) {
 		return 0
@@ -24,6 +26,11 @@ func (r *reconciler) elect(ctx context.Context, inst instance, conn *pluginConn)
 		return 0
 	}
 	if owner, has := r.asw.Owner(inst.key); has && owner.path != inst.path {
+		// Validate the newer socket before the working one is touched; see
+		// ReplacementValidator for the order.
+		if err := r.validateReplacement(ctx, inst, owner); err != nil {
+			return r.failed(ctx, conn, inst.path, inst.gen, inst.key.typ, inst.key.name, reasonValidate, err)
+		}
 		r.deregister(ctx, owner)
 	}
 	if reason, err := r.callHandler(ctx, inst); err != nil {
@@ -32,6 +39,22 @@ func (r *reconciler) elect(ctx context.Context, inst instance, conn *pluginConn)
 	r.asw.Update(inst.path, func(i *instance) { i.registered = true })
 	r.registered(inst)
 	return r.notifySuccess(ctx, conn, inst)
+}
+
+// validateReplacement checks inst, a newer socket of a plugin that owner
+// serves, while owner is still registered.
+func (r *reconciler) validateReplacement(ctx context.Context, inst, owner instance) error {
+	n := inst.key.name
+	var err error
+	if rv, ok := inst.handler.(ReplacementValidator); ok {
+		err = rv.ValidateReplacement(ctx, n, inst.endpoint, inst.versions)
+	} else {
+		err = inst.handler.ValidatePlugin(ctx, n, inst.endpoint, inst.versions)
+	}
+	if err != nil {
+		return fmt.Errorf("plugin validation failed, socket %s stays registered: %w", owner.path, err)
+	}
+	return nil
 }
 
 // callHandler runs the handler's state machine: validate (which includes

@@ -50,6 +50,33 @@ type Handler interface {
 	DeRegisterPlugin(ctx context.Context, pluginName, endpoint string)
 }
 
+// ReplacementValidator is an optional interface of a Handler whose
+// ValidatePlugin refuses a plugin name that is already registered, as
+// upstream's CSI handler does unless the new socket offers a higher
+// version.
+//
+// When a newer socket of a registered plugin appears, the watcher checks it
+// before it touches the registered one, so that a bad upgrade never takes
+// down the working instance:
+//
+//  1. ValidateReplacement (or, for a handler without it, ValidatePlugin) on
+//     the new socket while the old one is still registered. An error fails
+//     the new socket's attempt: it is told why and retried with backoff,
+//     and the old one stays registered throughout.
+//  2. DeRegisterPlugin of the old socket.
+//  3. ValidatePlugin, then RegisterPlugin, of the new socket. If either
+//     fails, the old socket (if still live) registers again.
+//
+// ValidateReplacement must check everything ValidatePlugin checks except
+// that the name is taken. A handler that refuses duplicates in
+// ValidatePlugin and lacks this method never has a live registered socket
+// replaced by another path: the newer socket waits until the old one goes.
+// A socket replaced in place (same path, new inode) is not a replacement in
+// this sense: its old generation is gone and is de-registered first.
+type ReplacementValidator interface {
+	ValidateReplacement(ctx context.Context, pluginName string, endpoint string, versions []string) error
+}
+
 // Watcher discovers plugin sockets in one directory tree and drives their
 // registration with the handler that owns their type.
 type Watcher interface {

@@ -3,9 +3,11 @@ package handlers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"time"
 
+	utilversion "k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/kubernetes/pkg/volume/csi"
 
 	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher"
@@ -22,7 +24,10 @@ type csiHandler struct {
 	ready    func() bool
 }
 
-var _ pluginwatcher.Handler = &csiHandler{}
+var (
+	_ pluginwatcher.Handler              = &csiHandler{}
+	_ pluginwatcher.ReplacementValidator = &csiHandler{}
+)
 
 // CSI returns the handler for pluginwatcher.CSIPlugin. CSI drivers it
 // registers are stored in the embedded kubelet's CSI driver store and
@@ -35,7 +40,10 @@ var _ pluginwatcher.Handler = &csiHandler{}
 //
 // Its DeRegisterPlugin ignores the endpoint (upstream removes the driver
 // by name); that is safe here because the watcher only de-registers the
-// socket that currently owns the driver name.
+// socket that currently owns the driver name. Its ValidatePlugin refuses a
+// registered name unless the version is higher, so it also implements
+// pluginwatcher.ReplacementValidator: a newer socket of a registered driver
+// is checked before the old one is de-registered.
 func CSI() pluginwatcher.Handler {
 	return &csiHandler{upstream: csi.PluginHandler, ready: csiPluginInitialised}
 }
@@ -54,6 +62,22 @@ func (h *csiHandler) ValidatePlugin(ctx context.Context, name, endpoint string, 
 		return errCSINotReady
 	}
 	return h.upstream.ValidatePlugin(ctx, name, endpoint, versions)
+}
+
+// ValidateReplacement implements pluginwatcher.ReplacementValidator.
+// Upstream's ValidatePlugin refuses a registered driver name unless the new
+// socket's highest version is higher, so while the old socket is registered
+// this checks only what upstream checks of the versions themselves (through
+// the same HighestSupportedVersion): that they include a v1.x version. Upstream's own
+// ValidatePlugin runs again once the old socket is de-registered.
+func (h *csiHandler) ValidateReplacement(_ context.Context, name, endpoint string, versions []string) error {
+	if !h.ready() {
+		return errCSINotReady
+	}
+	if _, err := utilversion.HighestSupportedVersion(versions); err != nil {
+		return fmt.Errorf("CSI driver %s at %s offers no supported CSI version: %w", name, endpoint, err)
+	}
+	return nil
 }
 
 func (h *csiHandler) RegisterPlugin(ctx context.Context, name, endpoint string, versions []string, timeout *time.Duration) error {

@@ -172,3 +172,30 @@ func TestCSIBeforeInit(t *testing.T) {
 	}
 	h.DeRegisterPlugin(ctx, "hostpath.csi.k8s.io", "/csi.sock")
 }
+
+// TestCSIValidateReplacement: a newer socket of a registered CSI driver is
+// checked on its versions alone, whatever version is registered; the CSI
+// handler is not ready before the kubelet initialised its CSI plugin.
+func TestCSIValidateReplacement(t *testing.T) {
+	tests := []struct {
+		name     string
+		ready    bool
+		versions []string
+		wantErr  string
+	}{
+		{name: "same version as a registered driver", ready: true, versions: []string{"1.0.0"}},
+		{name: "several versions", ready: true, versions: []string{"0.3.0", "1.2.0"}},
+		{name: "no versions", ready: true, wantErr: "no supported CSI version"},
+		{name: "only unsupported versions", ready: true, versions: []string{"2.0.0"}, wantErr: "no supported CSI version"},
+		{name: "CSI plugin not initialised", versions: []string{"1.0.0"}, wantErr: errCSINotReady.Error()},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &csiHandler{ready: func() bool { return tc.ready }}
+			err := h.ValidateReplacement(context.Background(), "hostpath.csi.k8s.io", "/csi.sock", tc.versions)
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("ValidateReplacement = %v, want error containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
