@@ -4,7 +4,12 @@
 // is meant for a nodeplug plugin type whose handler only needs the name,
 // e.g.
 //
-//	example --dir=/var/lib/kubelet/nodeplug-plugins --type=nodeplug.io/Example --name=example
+//	example --dir=/var/lib/kubelet/plugins_registry_nodeplug --type=nodeplug.io/Example --name=example
+//
+// --dir defaults to defaultDir, the conventional directory for nodeplug's
+// --experimental-plugin-registration-dir. It is not upstream's
+// /var/lib/kubelet/plugins_registry: nodeplug's kubelet refuses to watch that
+// one, and upstream's plugin manager there would reject nodeplug.io types.
 //
 // It exits non-zero if the kubelet refuses it, and removes its socket (which
 // de-registers it) on SIGINT or SIGTERM.
@@ -22,8 +27,12 @@ import (
 	"github.com/nodeplug/registrar"
 )
 
+// defaultDir is <root-dir>/plugins_registry_nodeplug for the default
+// kubelet --root-dir.
+const defaultDir = "/var/lib/kubelet/plugins_registry_nodeplug"
+
 func main() {
-	dir := flag.String("dir", "/var/lib/kubelet/plugins_registry", "kubelet plugin registration directory")
+	dir := flag.String("dir", defaultDir, "nodeplug kubelet's plugin registration directory (--experimental-plugin-registration-dir)")
 	typ := flag.String("type", "nodeplug.io/Example", "plugin type (PluginInfo.type)")
 	name := flag.String("name", "example", "plugin name (PluginInfo.name)")
 	endpoint := flag.String("endpoint", "", "plugin service endpoint; empty means the registration socket")
