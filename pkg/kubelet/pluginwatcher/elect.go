@@ -76,7 +76,7 @@ func (r *reconciler) registered(inst instance) {
 		r.metrics.latency.WithLabelValues(inst.key.typ).Observe(r.now().Sub(inst.seen).Seconds())
 	}
 	r.updateGauge()
-	r.rep.info("Plugin registered", inst.key.typ+"/"+inst.key.name, EventPluginRegistered,
+	r.rep.success("Plugin registered", inst.key.typ+"/"+inst.key.name, EventPluginRegistered,
 		"pluginType", inst.key.typ, "pluginName", inst.key.name, "endpoint", inst.endpoint,
 		"path", inst.path, "versions", inst.versions)
 }

@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/grpc"
 	"k8s.io/component-base/metrics"
+	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 )
@@ -232,6 +233,13 @@ func fastOptions() Options {
 // startWatcher runs a watcher on dir with h for typ until the test ends.
 func startWatcher(t testing.TB, dir string, opts Options, typ string, h Handler) *watcher {
 	t.Helper()
+	logger, _ := ktesting.NewTestContext(t)
+	return startWatcherWithLogger(t, logger, dir, opts, typ, h)
+}
+
+// startWatcherWithLogger is startWatcher with the watcher's logger.
+func startWatcherWithLogger(t testing.TB, logger klog.Logger, dir string, opts Options, typ string, h Handler) *watcher {
+	t.Helper()
 	if opts.MetricsRegistry == nil {
 		opts.MetricsRegistry = metrics.NewKubeRegistry()
 	}
@@ -242,8 +250,7 @@ func startWatcher(t testing.TB, dir string, opts Options, typ string, h Handler)
 	if h != nil {
 		w.AddHandler(typ, h)
 	}
-	_, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
 	if err := w.Start(ctx); err != nil {
 		cancel()
 		t.Fatal(err)

@@ -58,6 +58,8 @@ type Options struct {
 	// LogInterval and LogBudget rate-limit the watcher's logs and events:
 	// one line per message and plugin per interval, at most LogBudget lines
 	// per interval in total, the rest summarised. Defaults 10s and 10.
+	// Successful registrations are logged at V(2) outside the budget, and
+	// their events have a budget of LogBudget of their own.
 	LogInterval time.Duration
 	LogBudget   int
 	// MetricsRegistry receives the watcher's metrics. nil means

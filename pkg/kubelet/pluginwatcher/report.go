@@ -26,6 +26,11 @@ const (
 // pair is emitted at most once per interval and at most budget lines are
 // emitted per interval in total; what is held back is counted and
 // summarised in one line per interval. Debug detail bypasses it at V(4).
+//
+// Successful registrations (success) are logged at V(2) outside the budget,
+// so that a restart with many plugins logs each of them and they never
+// crowd out a warning; the once per plugin per interval limit still holds.
+// Their events have a budget of their own of the same size.
 type reporter struct {
 	interval time.Duration
 	budget   int
@@ -39,18 +44,23 @@ type reporter struct {
 	suppressed  map[string]int
 	windowStart time.Time
 	windowCount int
+	// successEvents counts success events in the window; suppressedV2
+	// counts success lines held back, summarised at V(2).
+	successEvents int
+	suppressedV2  map[string]int
 }
 
 func newReporter(o Options) *reporter {
 	return &reporter{
-		interval:   o.LogInterval,
-		budget:     o.LogBudget,
-		now:        time.Now,
-		recorder:   o.Recorder,
-		ref:        o.NodeRef,
-		logger:     klog.Background(),
-		last:       map[string]time.Time{},
-		suppressed: map[string]int{},
+		interval:     o.LogInterval,
+		budget:       o.LogBudget,
+		now:          time.Now,
+		recorder:     o.Recorder,
+		ref:          o.NodeRef,
+		logger:       klog.Background(),
+		last:         map[string]time.Time{},
+		suppressed:   map[string]int{},
+		suppressedV2: map[string]int{},
 	}
 }
 
@@ -79,18 +89,49 @@ func (r *reporter) run(ctx context.Context) {
 func (r *reporter) allow(msg, key string) (klog.Logger, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	now := r.now()
-	if now.Sub(r.windowStart) >= r.interval {
-		r.windowStart, r.windowCount = now, 0
-	}
+	now := r.roll()
 	id := msg + "\x00" + key
-	if t, ok := r.last[id]; ok && now.Sub(t) < r.interval || r.windowCount >= r.budget {
+	if r.repeated(id, now) || r.windowCount >= r.budget {
 		r.suppressed[msg]++
 		return r.logger, false
 	}
 	r.last[id] = now
 	r.windowCount++
 	return r.logger, true
+}
+
+// allowSuccess is allow for success: only repeats are held back, and the
+// event has its own budget.
+func (r *reporter) allowSuccess(msg, key string) (logger klog.Logger, ok, event bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.roll()
+	id := msg + "\x00" + key
+	if r.repeated(id, now) {
+		r.suppressedV2[msg]++
+		return r.logger, false, false
+	}
+	r.last[id] = now
+	event = r.successEvents < r.budget
+	if event {
+		r.successEvents++
+	}
+	return r.logger, true, event
+}
+
+// roll starts a new window when the interval has passed and returns now.
+func (r *reporter) roll() time.Time {
+	now := r.now()
+	if now.Sub(r.windowStart) >= r.interval {
+		r.windowStart, r.windowCount, r.successEvents = now, 0, 0
+	}
+	return now
+}
+
+// repeated reports whether the message id was emitted within the interval.
+func (r *reporter) repeated(id string, now time.Time) bool {
+	t, ok := r.last[id]
+	return ok && now.Sub(t) < r.interval
 }
 
 func (r *reporter) flush() {
@@ -102,15 +143,22 @@ func (r *reporter) flush() {
 			delete(r.last, id)
 		}
 	}
-	if len(r.suppressed) == 0 {
-		return
+	if n := sum(r.suppressedV2); n > 0 {
+		r.logger.V(2).Info("Suppressed repeated plugin watcher messages", "count", n, "byMessage", r.suppressedV2, "interval", r.interval)
+		r.suppressedV2 = map[string]int{}
 	}
+	if n := sum(r.suppressed); n > 0 {
+		r.logger.Info("Suppressed repeated plugin watcher messages", "count", n, "byMessage", r.suppressed, "interval", r.interval)
+		r.suppressed = map[string]int{}
+	}
+}
+
+func sum(m map[string]int) int {
 	total := 0
-	for _, n := range r.suppressed {
+	for _, n := range m {
 		total += n
 	}
-	r.logger.Info("Suppressed repeated plugin watcher messages", "count", total, "byMessage", r.suppressed, "interval", r.interval)
-	r.suppressed = map[string]int{}
+	return total
 }
 
 // info logs msg at level 0 and posts a Normal event.
@@ -121,6 +169,19 @@ func (r *reporter) info(msg, key, reason string, kv ...any) {
 	}
 	logger.Info(msg, kv...)
 	r.event(v1.EventTypeNormal, reason, msg, key, nil)
+}
+
+// success logs a successful registration at V(2) and posts a Normal event;
+// see reporter for its limits.
+func (r *reporter) success(msg, key, reason string, kv ...any) {
+	logger, ok, event := r.allowSuccess(msg, key)
+	if !ok {
+		return
+	}
+	logger.V(2).Info(msg, kv...)
+	if event {
+		r.event(v1.EventTypeNormal, reason, msg, key, nil)
+	}
 }
 
 // warn logs msg as an error and posts a Warning event.
