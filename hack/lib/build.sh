@@ -24,7 +24,9 @@ np::build::all() {
     go build -ldflags "$(np::build::ldflags)" -o "${BIN_DIR}/" \
       ./cmd/kubelet ./cmd/kube-controller-manager ./hack/tools/etcd ./hack/tools/mkimage \
       k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
-    CGO_ENABLED=0 go build -ldflags "-s -w" -o "${BIN_DIR}/pause" ./build/pause
+    # Binaries that go into images (build/*) are static: the images have no libc.
+    CGO_ENABLED=0 go build -ldflags "-s -w" -o "${BIN_DIR}/" \
+      ./build/pause ./cmd/flexvolume-installer ./cmd/local-volume-provisioner
   ) || np::die "go build failed (see the compiler output above)" \
     "run 'go build ./...' to reproduce; check that the Go module proxy is reachable (go mod download)"
   np::log "binaries built in $((SECONDS - started)) s"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # np::images::build writes the cluster's images as docker-archive tarballs
-# with hack/tools/mkimage (no docker, no registry) and imports them into
-# the local containerd. Pods use imagePullPolicy Never or IfNotPresent.
+# with hack/tools/mkimage (no docker, no registry): pause, busybox, and the
+# recipes in build/ (flexvolume-installer, local-volume-provisioner).
+# np::images::import loads them into the local containerd. Pods use
+# imagePullPolicy Never or IfNotPresent.
 
 PAUSE_IMAGE=docker.io/nodeplug/pause:1
 BUSYBOX_IMAGE=docker.io/nodeplug/busybox:1
@@ -17,15 +19,29 @@ np::images::busybox_args() {
   printf '%s\n' "${args[@]}"
 }
 
+# np::images::recipe NAME: the mkimage arguments of build/NAME/image.args,
+# one per line, with ${BIN_DIR} and ${REPO} substituted.
+np::images::recipe() {
+  local f=${NODEPLUG_ROOT}/build/$1/image.args
+  grep -v '^#' "${f}" | sed -e "s|\${BIN_DIR}|${BIN_DIR}|g" -e "s|\${REPO}|${NODEPLUG_ROOT}|g"
+}
+
 np::images::build() {
   local dir=${LOCAL_UP_DIR}/images
   mkdir -p "${dir}"
   "${BIN_DIR}/mkimage" -o "${dir}/pause.tar" -name "${PAUSE_IMAGE}" \
     -file "/pause=${BIN_DIR}/pause:0755" -entrypoint /pause || np::die "building the pause image failed"
-  local args
-  mapfile -t args < <(np::images::busybox_args)
-  "${BIN_DIR}/mkimage" -o "${dir}/busybox.tar" -name "${BUSYBOX_IMAGE}" "${args[@]}" \
+  local bb args
+  mapfile -t bb < <(np::images::busybox_args)
+  "${BIN_DIR}/mkimage" -o "${dir}/busybox.tar" -name "${BUSYBOX_IMAGE}" "${bb[@]}" \
     -entrypoint /bin/sh || np::die "building the busybox image failed"
+  mapfile -t args < <(np::images::recipe flexvolume-installer)
+  "${BIN_DIR}/mkimage" -o "${dir}/flexvolume-installer.tar" "${args[@]}" ||
+    np::die "building the flexvolume-installer image failed" "see build/flexvolume-installer/README.md"
+  # Busybox provides the block cleaner commands (blkdiscard, shred, dd).
+  mapfile -t args < <(np::images::recipe local-volume-provisioner)
+  "${BIN_DIR}/mkimage" -o "${dir}/local-volume-provisioner.tar" "${args[@]}" "${bb[@]}" ||
+    np::die "building the local-volume-provisioner image failed" "see build/local-volume-provisioner/README.md"
 }
 
 # np::images::import FILE...: load docker-archive tarballs into containerd.
