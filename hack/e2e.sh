@@ -8,7 +8,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 source "${NODEPLUG_ROOT}/hack/lib/cluster.sh"
 
 # The features under test are switched on in both binaries.
-export KUBELET_EXTRA_FLAGS=${KUBELET_EXTRA_FLAGS-${E2E_KUBELET_FLAGS:-}}
+E2E_PLUGIN_REGISTRATION_DIR=${LOCAL_UP_DIR}/kubelet/plugins_registry_nodeplug
+export E2E_PLUGIN_REGISTRATION_DIR
+export KUBELET_EXTRA_FLAGS=${KUBELET_EXTRA_FLAGS-${E2E_KUBELET_FLAGS:---experimental-flexvolume-discovery --experimental-plugin-registration-dir=${E2E_PLUGIN_REGISTRATION_DIR}}}
 export KCM_EXTRA_FLAGS=${KCM_EXTRA_FLAGS-${E2E_KCM_FLAGS:---experimental-flexvolume-discovery}}
 
 teardown() {

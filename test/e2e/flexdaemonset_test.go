@@ -1,0 +1,342 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nodeplug/nodeplug/test/e2e/framework"
+)
+
+// versionedDriver is a non-attachable driver that mounts a small tmpfs and
+// writes its own version into it, so that a pod can tell which version of
+// the driver served its mount.
+const versionedDriver = `#!/bin/sh
+case "$1" in
+init) echo '{"status":"Success","capabilities":{"attach":false}}' ;;
+mount)
+  mkdir -p "$2" && mount -t tmpfs -o size=1m e2e-versioned "$2" && echo "@VERSION@" > "$2/version" &&
+    echo '{"status":"Success"}' || echo '{"status":"Failure","message":"mount failed"}' ;;
+unmount) umount "$2" 2>/dev/null; echo '{"status":"Success"}' ;;
+*) echo '{"status":"Not supported"}' ;;
+esac
+`
+
+const versionedName = "nodeplug.io/e2e-versioned"
+
+// TestFlexVolumeDaemonSetStories runs the seed's four user stories against
+// the running kubelet and controller-manager (both with
+// --experimental-flexvolume-discovery), with drivers installed by the
+// shipped DaemonSet and installer image, and no restart:
+//  1. install: the shipped DaemonSet installs nodeplug.io/tmpfs, a pod mounts it;
+//  2. add another driver: a second DaemonSet installs nodeplug.io/e2e-versioned, both work;
+//  3. update: the second DaemonSet gets a new image, the next mount is served by the new version;
+//  4. remove: deleting the DaemonSet while a pod uses the driver defers the
+//     removal; the pod's teardown still works, and the driver is unloaded after.
+func TestFlexVolumeDaemonSetStories(t *testing.T) {
+	c := framework.Connect(t)
+	ctx := t.Context()
+	flexDir := filepath.Join(c.Dir, "flexvolume")
+
+	shipped := loadDriverDaemonSet(t, flexDir)
+	since := time.Now()
+	createDaemonSet(ctx, t, c, shipped)
+
+	t.Run("install", func(t *testing.T) {
+		waitForDriverLoaded(ctx, t, c, "nodeplug.io/tmpfs", since)
+		pod := flexPod("e2e-ds-tmpfs", "nodeplug.io/tmpfs", nil)
+		c.CreatePod(ctx, t, pod)
+		c.WaitForPod(ctx, t, pod.Name, 120*time.Second, corev1.PodRunning)
+		requireMountType(ctx, t, c, pod.Name, "tmpfs")
+	})
+
+	v1 := buildInstallerImage(ctx, t, c, "docker.io/nodeplug/e2e-versioned-installer:v1", "v1")
+	v2 := buildInstallerImage(ctx, t, c, "docker.io/nodeplug/e2e-versioned-installer:v2", "v2")
+	versioned := shipped.DeepCopy()
+	versioned.Name = "e2e-versioned-driver"
+	versioned.Spec.Selector.MatchLabels = map[string]string{"app": "e2e-versioned-driver"}
+	versioned.Spec.Template.Labels = versioned.Spec.Selector.MatchLabels
+	versioned.Spec.Template.Spec.Containers[0].Image = v1
+	versioned.Spec.Template.Spec.Containers[0].Args = []string{
+		"--plugin-dir=/flexmnt", "--driver=" + versionedName + "=/drivers/e2e-versioned", "--remove-on-exit"}
+
+	parent := t
+	t.Run("add another driver", func(t *testing.T) {
+		since := time.Now()
+		createDaemonSet(ctx, parent, c, versioned)
+		waitForDriverLoaded(ctx, t, c, versionedName, since)
+		pod := flexPod("e2e-ds-both", "nodeplug.io/tmpfs", nil)
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "ver", VolumeSource: corev1.VolumeSource{
+			FlexVolume: &corev1.FlexVolumeSource{Driver: versionedName}}})
+		pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts,
+			corev1.VolumeMount{Name: "ver", MountPath: "/ver"})
+		c.CreatePod(ctx, t, pod)
+		c.WaitForPod(ctx, t, pod.Name, 120*time.Second, corev1.PodRunning)
+		requireMountType(ctx, t, c, pod.Name, "tmpfs")
+		requireFile(ctx, t, c, pod.Name, "/ver/version", "v1")
+	})
+
+	t.Run("update", func(t *testing.T) {
+		since := time.Now()
+		if _, err := c.Kubectl(ctx, "-n", "kube-system", "set", "image", "daemonset/"+versioned.Name, "installer="+v2); err != nil {
+			t.Fatal(err)
+		}
+		waitForRollout(ctx, t, c, versioned.Name)
+		waitForHostFile(t, filepath.Join(flexDir, "nodeplug.io~e2e-versioned", "e2e-versioned"), "echo \"v2\"")
+		waitForDriverLoaded(ctx, t, c, versionedName, since)
+		pod := flexPod("e2e-ds-v2", versionedName, nil)
+		c.CreatePod(ctx, t, pod)
+		c.WaitForPod(ctx, t, pod.Name, 120*time.Second, corev1.PodRunning)
+		requireFile(ctx, t, c, pod.Name, "/data/version", "v2")
+	})
+
+	t.Run("remove", func(t *testing.T) {
+		user := flexPod("e2e-ds-user", versionedName, nil)
+		c.CreatePod(ctx, t, user)
+		c.WaitForPod(ctx, t, user.Name, 120*time.Second, corev1.PodRunning)
+		since := time.Now()
+		deleteDaemonSet(ctx, t, c, versioned.Name)
+		waitForHostFileGone(t, filepath.Join(flexDir, "nodeplug.io~e2e-versioned", "e2e-versioned"))
+		waitForNodeEvent(ctx, t, c, "FlexVolumeDriverRemovalDeferred", versionedName, since)
+		// Teardown works with the kept driver: the pod goes away.
+		c.DeletePod(t, user.Name)
+		waitForNodeEvent(ctx, t, c, "FlexVolumeDriverRemoved", versionedName, since)
+		late := flexPod("e2e-ds-late", versionedName, nil)
+		c.CreatePod(ctx, t, late)
+		waitForPodEvent(ctx, t, c, late.Name, "FailedMount")
+	})
+}
+
+// flexPod returns a busybox pod with one flexVolume of driver at /data.
+func flexPod(name, driver string, opts map[string]string) *corev1.Pod {
+	pod := framework.BusyboxPod(name, "sleep 3600")
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+		FlexVolume: &corev1.FlexVolumeSource{Driver: driver, Options: opts}}}}
+	return pod
+}
+
+// loadDriverDaemonSet reads the shipped DaemonSet and points its hostPath at
+// the local cluster's plugin directory.
+func loadDriverDaemonSet(t *testing.T, flexDir string) *appsv1.DaemonSet {
+	t.Helper()
+	raw, err := os.ReadFile("../../deploy/flexvolume/daemonset.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := &appsv1.DaemonSet{}
+	if err := yaml.UnmarshalStrict(raw, ds); err != nil {
+		t.Fatalf("deploy/flexvolume/daemonset.yaml: %v", err)
+	}
+	ds.Spec.Template.Spec.Volumes[0].HostPath.Path = flexDir
+	return ds
+}
+
+func createDaemonSet(ctx context.Context, t *testing.T, c *framework.Cluster, ds *appsv1.DaemonSet) {
+	t.Helper()
+	if _, err := c.Client.AppsV1().DaemonSets(ds.Namespace).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create daemonset %s: %v", ds.Name, err)
+	}
+	t.Cleanup(func() { deleteDaemonSet(context.Background(), t, c, ds.Name) })
+	waitForRollout(ctx, t, c, ds.Name)
+}
+
+func deleteDaemonSet(ctx context.Context, t *testing.T, c *framework.Cluster, name string) {
+	t.Helper()
+	if _, err := c.Kubectl(ctx, "-n", "kube-system", "delete", "daemonset", name,
+		"--ignore-not-found", "--wait", "--cascade=foreground", "--timeout=90s"); err != nil {
+		t.Errorf("delete daemonset %s: %v", name, err)
+	}
+}
+
+func waitForRollout(ctx context.Context, t *testing.T, c *framework.Cluster, name string) {
+	t.Helper()
+	if _, err := c.Kubectl(ctx, "-n", "kube-system", "rollout", "status", "daemonset/"+name, "--timeout=120s"); err != nil {
+		out, _ := c.Kubectl(ctx, "-n", "kube-system", "get", "pods", "-o", "wide")
+		t.Fatalf("%v\npods:\n%s", err, out)
+	}
+}
+
+// buildInstallerImage builds an installer image holding versionedDriver at
+// version, with the project's installer binary, and imports it into the
+// cluster's containerd.
+func buildInstallerImage(ctx context.Context, t *testing.T, c *framework.Cluster, ref, version string) string {
+	t.Helper()
+	dir := t.TempDir()
+	driver := filepath.Join(dir, "e2e-versioned")
+	if err := os.WriteFile(driver, []byte(strings.ReplaceAll(versionedDriver, "@VERSION@", version)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tarball := filepath.Join(dir, "image.tar")
+	run(ctx, t, filepath.Join(c.BinDir, "mkimage"), "-o", tarball, "-name", ref,
+		"-file", "/flexvolume-installer="+filepath.Join(c.BinDir, "flexvolume-installer")+":0755",
+		"-file", "/drivers/e2e-versioned="+driver+":0755",
+		"-dir", "/flexmnt", "-entrypoint", "/flexvolume-installer", "-env", "PATH=/")
+	run(ctx, t, "ctr", "--address", filepath.Join(c.Dir, "run", "containerd.sock"), "-n", "k8s.io",
+		"images", "import", tarball)
+	return ref
+}
+
+func run(ctx context.Context, t *testing.T, name string, args ...string) {
+	t.Helper()
+	if out, err := exec.CommandContext(ctx, name, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+func requireMountType(ctx context.Context, t *testing.T, c *framework.Cluster, pod, fsType string) {
+	t.Helper()
+	out, err := c.Kubectl(ctx, "exec", pod, "--", "grep", " /data ", "/proc/mounts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := strings.Fields(out); len(f) < 3 || f[2] != fsType {
+		t.Fatalf("pod %s: /data is %q, want a %s mount", pod, strings.TrimSpace(out), fsType)
+	}
+}
+
+func requireFile(ctx context.Context, t *testing.T, c *framework.Cluster, pod, path, want string) {
+	t.Helper()
+	out, err := c.Kubectl(ctx, "exec", pod, "--", "cat", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(out) != want {
+		t.Fatalf("pod %s: %s holds %q, want %q", pod, path, strings.TrimSpace(out), want)
+	}
+}
+
+func waitForHostFile(t *testing.T, path, contains string) {
+	t.Helper()
+	err := poll(t, 60*time.Second, func() bool {
+		b, err := os.ReadFile(path)
+		return err == nil && strings.Contains(string(b), contains)
+	})
+	if err != nil {
+		t.Fatalf("%s does not contain %q: %v", path, contains, err)
+	}
+}
+
+func waitForHostFileGone(t *testing.T, path string) {
+	t.Helper()
+	if err := poll(t, 60*time.Second, func() bool { _, err := os.Stat(path); return os.IsNotExist(err) }); err != nil {
+		t.Fatalf("%s was not removed: %v", path, err)
+	}
+}
+
+// waitForDriverLoaded waits until the kubelet reports driver loaded (a Node
+// event) after since. A pod created before that would fail its first mount
+// with "no volume plugin matched", and the kubelet retries the mount of
+// such a pod only after about two minutes.
+func waitForDriverLoaded(ctx context.Context, t *testing.T, c *framework.Cluster, driver string, since time.Time) {
+	t.Helper()
+	waitForNodeEvent(ctx, t, c, "FlexVolumeDriverLoaded", driver, since)
+}
+
+// waitForNodeEvent waits for an event with reason on the node whose message
+// names driver, last seen at or after since (events have second precision).
+func waitForNodeEvent(ctx context.Context, t *testing.T, c *framework.Cluster, reason, driver string, since time.Time) {
+	t.Helper()
+	since = since.Truncate(time.Second)
+	var seen []string
+	err := poll(t, 60*time.Second, func() bool {
+		list, err := c.Client.CoreV1().Events("").List(ctx, metav1.ListOptions{
+			FieldSelector: "involvedObject.kind=Node,reason=" + reason})
+		if err != nil {
+			return false
+		}
+		seen = seen[:0]
+		for _, ev := range list.Items {
+			seen = append(seen, ev.Message)
+			last := ev.LastTimestamp.Time
+			if ev.Series != nil {
+				last = ev.Series.LastObservedTime.Time
+			}
+			if strings.Contains(ev.Message, driver+" ") && !last.Before(since) {
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatalf("no Node event %s for %s (seen %q): %v", reason, driver, seen, err)
+	}
+}
+
+func waitForPodEvent(ctx context.Context, t *testing.T, c *framework.Cluster, pod, reason string) {
+	t.Helper()
+	err := poll(t, 90*time.Second, func() bool {
+		list, err := c.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{
+			FieldSelector: fmt.Sprintf("involvedObject.name=%s,reason=%s", pod, reason)})
+		return err == nil && len(list.Items) > 0
+	})
+	if err != nil {
+		t.Fatalf("no %s event for pod %s: %v", reason, pod, err)
+	}
+}
+
+func poll(t *testing.T, timeout time.Duration, cond func() bool) error {
+	return wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, timeout, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+}
+
+// TestFlexVolumeAttachable: the shipped attachable driver nodeplug.io/loop,
+// installed by the shipped DaemonSet, serves a pod. The controller-manager
+// calls attach (the node reports the volume attached), the kubelet calls
+// waitforattach and mountdevice (a loop device with ext4 at /data), and
+// deleting the pod detaches the volume again.
+func TestFlexVolumeAttachable(t *testing.T) {
+	c := framework.Connect(t)
+	ctx := t.Context()
+	since := time.Now()
+	createDaemonSet(ctx, t, c, loadDriverDaemonSet(t, filepath.Join(c.Dir, "flexvolume")))
+	waitForDriverLoaded(ctx, t, c, "nodeplug.io/loop", since)
+	images := t.TempDir()
+	pod := flexPod("e2e-loop", "nodeplug.io/loop", map[string]string{"size": "32M", "dir": images})
+	pod.Spec.Volumes[0].Name = "e2eloop"
+	pod.Spec.Containers[0].VolumeMounts[0].Name = "e2eloop"
+	c.CreatePod(ctx, t, pod)
+	c.WaitForPod(ctx, t, pod.Name, 120*time.Second, corev1.PodRunning)
+	requireMountType(ctx, t, c, pod.Name, "ext4")
+	if _, err := c.Kubectl(ctx, "exec", pod.Name, "--", "sh", "-c", "echo data > /data/f && sync"); err != nil {
+		t.Fatal(err)
+	}
+	if !attached(ctx, t, c, "nodeplug.io/loop") {
+		t.Fatalf("node %s does not report a nodeplug.io/loop volume attached", c.NodeName)
+	}
+	c.DeletePod(t, pod.Name)
+	if err := poll(t, 120*time.Second, func() bool { return !attached(ctx, t, c, "nodeplug.io/loop") }); err != nil {
+		t.Fatalf("nodeplug.io/loop volume still attached after the pod is gone: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(images, "e2eloop.img")); err != nil {
+		t.Fatalf("the driver's image file: %v", err)
+	}
+}
+
+// attached reports whether the node reports a volume of driver attached.
+func attached(ctx context.Context, t *testing.T, c *framework.Cluster, driver string) bool {
+	node, err := c.Client.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Logf("get node: %v", err)
+		return false
+	}
+	for _, v := range node.Status.VolumesAttached {
+		if strings.HasPrefix(string(v.Name), driver+"/") {
+			return true
+		}
+	}
+	return false
+}
