@@ -1,0 +1,155 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeplug/nodeplug/test/e2e/framework"
+)
+
+// sampleResource is the extended resource upstream's sample device plugin
+// (k8s.io/kubernetes/test/images/sample-device-plugin) advertises, with
+// two devices.
+const sampleResource = corev1.ResourceName("example.com/resource")
+
+// registrationDir is the directory the kubelet's nodeplug plugin watcher
+// watches in the e2e cluster (hack/e2e.sh).
+func registrationDir(c *framework.Cluster) string {
+	if d := os.Getenv("E2E_PLUGIN_REGISTRATION_DIR"); d != "" {
+		return d
+	}
+	return filepath.Join(c.Dir, "kubelet", "plugins_registry_nodeplug")
+}
+
+// TestPluginWatcherSampleDevicePlugin runs upstream's sample device plugin,
+// a client nodeplug did not write, with its socket in nodeplug's
+// registration directory and its direct registration with the kubelet
+// switched off (REGISTER_CONTROL_FILE). It registers only through
+// nodeplug's watcher and DevicePlugin handler; the node then advertises
+// its resource, and a pod that requests one device runs with it.
+func TestPluginWatcherSampleDevicePlugin(t *testing.T) {
+	c := framework.Connect(t)
+	ctx := t.Context()
+	tmp := t.TempDir()
+	bin := filepath.Join(tmp, "sample-device-plugin")
+	run(ctx, t, "go", "build", "-o", bin, "k8s.io/kubernetes/test/images/sample-device-plugin")
+	control := filepath.Join(tmp, "control")
+	if err := os.WriteFile(control, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	startProcess(t, bin, "PLUGIN_SOCK_DIR="+registrationDir(c), "REGISTER_CONTROL_FILE="+control)
+
+	err := poll(t, 90*time.Second, func() bool {
+		node, err := c.Client.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		q := node.Status.Allocatable[sampleResource]
+		return q.Value() == 2
+	})
+	if err != nil {
+		t.Fatalf("node %s does not advertise 2 %s: %v", c.NodeName, sampleResource, err)
+	}
+
+	pod := framework.BusyboxPod("e2e-device", "ls /tmp/Dev-* && sleep 3600")
+	pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{sampleResource: resource.MustParse("1")}
+	c.CreatePod(ctx, t, pod)
+	t.Cleanup(func() { _ = os.Remove("/tmp/Dev-1"); _ = os.Remove("/tmp/Dev-2") })
+	c.WaitForPod(ctx, t, pod.Name, 90*time.Second, corev1.PodRunning)
+}
+
+// TestPluginWatcherCSIDriver: a CSI driver (the minimal one in
+// csidriver_test.go, serving upstream's v1 Registration service through
+// nodeplug's registrar library) registers through nodeplug's directory.
+// The kubelet installs it on its CSINode, a pod's inline ephemeral volume
+// of that driver is mounted, and removing the socket de-registers it.
+func TestPluginWatcherCSIDriver(t *testing.T) {
+	c := framework.Connect(t)
+	ctx := t.Context()
+	drv := startCSIDriver(ctx, t, registrationDir(c), c.NodeName)
+
+	if _, err := c.Client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{
+		ObjectMeta: metav1.ObjectMeta{Name: csiDriverName},
+		Spec: storagev1.CSIDriverSpec{
+			AttachRequired:       ptrTo(false),
+			VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecycleEphemeral},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Client.StorageV1().CSIDrivers().Delete(context.Background(), csiDriverName, metav1.DeleteOptions{})
+	})
+	if err := poll(t, 60*time.Second, func() bool { return csiNodeHas(ctx, c, csiDriverName) }); err != nil {
+		t.Fatalf("CSINode %s does not list %s: %v", c.NodeName, csiDriverName, err)
+	}
+
+	pod := framework.BusyboxPod("e2e-csi", "cat /data/hello && sleep 3600")
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+		CSI: &corev1.CSIVolumeSource{Driver: csiDriverName}}}}
+	c.CreatePod(ctx, t, pod)
+	c.WaitForPod(ctx, t, pod.Name, 90*time.Second, corev1.PodRunning)
+	requireFile(ctx, t, c, pod.Name, "/data/hello", csiGreeting)
+	c.DeletePod(t, pod.Name)
+
+	drv.Stop()
+	if err := poll(t, 60*time.Second, func() bool { return !csiNodeHas(ctx, c, csiDriverName) }); err != nil {
+		t.Fatalf("CSINode %s still lists %s after its socket was removed: %v", c.NodeName, csiDriverName, err)
+	}
+}
+
+func csiNodeHas(ctx context.Context, c *framework.Cluster, driver string) bool {
+	n, err := c.Client.StorageV1().CSINodes().Get(ctx, c.NodeName, metav1.GetOptions{})
+	if err != nil {
+		return false
+	}
+	for _, d := range n.Spec.Drivers {
+		if d.Name == driver {
+			return true
+		}
+	}
+	return false
+}
+
+// startProcess starts bin with extra environment and stops it with SIGTERM
+// when t ends.
+func startProcess(t *testing.T, bin string, env ...string) {
+	t.Helper()
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), env...)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("%s output:\n%s", filepath.Base(bin), out.String())
+		}
+	})
+}
+
+func ptrTo[T any](v T) *T { return &v }
