@@ -1,10 +1,3 @@
-//go:build dra_helper
-
-// This test needs k8s.io/dynamic-resource-allocation/kubeletplugin, whose
-// imports are not all in nodeplug's go.mod yet. Enable it with
-// `go get k8s.io/dynamic-resource-allocation/kubeletplugin@v0.37.1` and
-// `go test -tags dra_helper`.
-
 package pluginwatcher
 
 import (
