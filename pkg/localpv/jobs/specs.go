@@ -119,7 +119,10 @@ func DiscoveryJob(p Params, cfg *config.Configuration, nodeName string) *batchv1
 	}
 	if devices {
 		j.Spec.Template.Spec.Volumes = append(j.Spec.Template.Spec.Volumes, hostPathVolume("dev", "/dev", v1.HostPathDirectory))
-		mounts = append(mounts, v1.VolumeMount{Name: "dev", MountPath: "/dev", ReadOnly: true, MountPropagation: &prop})
+		// No propagation: new device nodes appear in the one devtmpfs
+		// without a mount event, and HostToContainer would make the kubelet
+		// refuse hosts whose /dev is a private mount.
+		mounts = append(mounts, v1.VolumeMount{Name: "dev", MountPath: "/dev", ReadOnly: true})
 	}
 	classes, _ := json.Marshal(specs)
 	shards := max(p.DiscoveryShards, 1)
@@ -181,7 +184,8 @@ func CleanupJob(p Params, cfg *config.Configuration, t CleanupTarget, attempt in
 	sc := &v1.SecurityContext{RunAsUser: ptr.To[int64](0), ReadOnlyRootFilesystem: ptr.To(true)}
 	if t.Kind == report.KindBlock {
 		ps.Volumes = append(ps.Volumes, hostPathVolume("dev", "/dev", v1.HostPathDirectory))
-		mounts = append(mounts, v1.VolumeMount{Name: "dev", MountPath: "/dev", MountPropagation: &prop})
+		// No propagation, as in DiscoveryJob.
+		mounts = append(mounts, v1.VolumeMount{Name: "dev", MountPath: "/dev"})
 		sc.Privileged = ptr.To(true)
 	}
 	command, _ := json.Marshal(t.Mount.BlockCleanerCommand)

@@ -1,0 +1,232 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nodeplug/nodeplug/test/e2e/framework"
+)
+
+const (
+	lpvNamespace = "local-volume-provisioner"
+	lpvManagedBy = "app.kubernetes.io/managed-by=local-volume-provisioner"
+	fastClass    = "local-fast"
+	blockClass   = "local-block"
+)
+
+// lpvDisks are the test's disks: bind-mounted directories under fast/ and
+// loop devices linked from block/, below the local cluster's shared mount
+// (the host's / is a private mount here, and the watcher needs
+// HostToContainer propagation to see new mounts).
+type lpvDisks struct {
+	t                 *testing.T
+	base, fast, block string
+	loops             []string
+}
+
+func newLPVDisks(t *testing.T, c *framework.Cluster) *lpvDisks {
+	t.Helper()
+	base := filepath.Join(c.Dir, "shared", "localpv")
+	d := &lpvDisks{t: t, base: base, fast: filepath.Join(base, "fast"), block: filepath.Join(base, "block")}
+	for _, dir := range []string{d.fast, d.block, filepath.Join(base, "src"), filepath.Join(base, "img")} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(d.teardown)
+	return d
+}
+
+// addDir bind-mounts a new directory at fast/<name>.
+func (d *lpvDisks) addDir(name string) string {
+	d.t.Helper()
+	src, target := filepath.Join(d.base, "src", name), filepath.Join(d.fast, name)
+	for _, dir := range []string{src, target} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			d.t.Fatal(err)
+		}
+	}
+	run(context.Background(), d.t, "mount", "--bind", src, target)
+	return target
+}
+
+// addLoop binds a new 64 MiB image to a loop device and links block/<name>
+// to it.
+func (d *lpvDisks) addLoop(name string) string {
+	d.t.Helper()
+	img := filepath.Join(d.base, "img", name+".img")
+	if err := os.WriteFile(img, nil, 0o600); err != nil {
+		d.t.Fatal(err)
+	}
+	if err := os.Truncate(img, 64<<20); err != nil {
+		d.t.Fatal(err)
+	}
+	out, err := exec.Command("losetup", "-f", "--show", img).CombinedOutput()
+	if err != nil {
+		d.t.Fatalf("losetup %s: %v: %s", img, err, out)
+	}
+	dev := strings.TrimSpace(string(out))
+	d.loops = append(d.loops, dev)
+	link := filepath.Join(d.block, name)
+	if err := os.Symlink(dev, link); err != nil {
+		d.t.Fatal(err)
+	}
+	return link
+}
+
+func (d *lpvDisks) teardown() {
+	unmountAll(d.t, d.base)
+	for _, dev := range d.loops {
+		_ = exec.Command("losetup", "-d", dev).Run()
+	}
+	_ = os.RemoveAll(d.base)
+}
+
+// deployLPV applies deploy/local-volume-provisioner with the test's class
+// directories. The master and the watcher reach the apiserver at the
+// node's address: the local cluster has no kube-proxy, so the kubernetes
+// Service's ClusterIP does not work inside pods. The block cleaner sleeps
+// first, so that a test can act while a cleanup runs.
+func deployLPV(ctx context.Context, t *testing.T, c *framework.Cluster, d *lpvDisks) {
+	t.Helper()
+	nodeIP := nodeInternalIP(ctx, t, c)
+	var docs []string
+	for _, f := range []string{"namespace", "crd", "rbac-master", "rbac-watcher", "admission-policy", "config", "master", "watcher"} {
+		raw, err := os.ReadFile(filepath.Join("../../deploy/local-volume-provisioner", f+".yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range strings.Split(string(raw), "\n---\n") {
+			docs = append(docs, patchLPVDoc(t, doc, d, nodeIP))
+		}
+	}
+	file := filepath.Join(t.TempDir(), "lpv.yaml")
+	if err := os.WriteFile(file, []byte(strings.Join(docs, "\n---\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { undeployLPV(t, c, file) })
+	if _, err := c.Kubectl(ctx, "apply", "--server-side", "-f", file); err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range []string{"deployment/local-volume-provisioner-master", "daemonset/local-volume-provisioner-watcher"} {
+		if _, err := c.Kubectl(ctx, "-n", lpvNamespace, "rollout", "status", obj, "--timeout=120s"); err != nil {
+			out, _ := c.Kubectl(ctx, "-n", lpvNamespace, "get", "pods", "-o", "wide")
+			t.Fatalf("%v\n%s", err, out)
+		}
+	}
+}
+
+func patchLPVDoc(t *testing.T, doc string, d *lpvDisks, nodeIP string) string {
+	t.Helper()
+	var meta struct {
+		Kind     string            `json:"kind"`
+		Metadata metav1.ObjectMeta `json:"metadata"`
+	}
+	if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+		t.Fatal(err)
+	}
+	apiEnv := []corev1.EnvVar{{Name: "KUBERNETES_SERVICE_HOST", Value: nodeIP}, {Name: "KUBERNETES_SERVICE_PORT", Value: "6443"}}
+	var obj any
+	switch meta.Kind {
+	case "ConfigMap":
+		cm := &corev1.ConfigMap{}
+		mustUnmarshal(t, doc, cm)
+		cm.Data["storageClassMap"] = fmt.Sprintf(`%s:
+  hostDir: %s
+  mountDir: /mnt/fast-disks
+%s:
+  hostDir: %s
+  mountDir: /mnt/block-disks
+  volumeMode: Block
+  blockCleanerCommand: ["sh", "-c", "sleep 10 && dd if=/dev/zero of=$(LOCAL_PV_BLKDEVICE) bs=1M count=4 conv=fsync"]
+`, fastClass, d.fast, blockClass, d.block)
+		obj = cm
+	case "Deployment":
+		dep := &appsv1.Deployment{}
+		mustUnmarshal(t, doc, dep)
+		dep.Spec.Template.Spec.Containers[0].Env = append(dep.Spec.Template.Spec.Containers[0].Env, apiEnv...)
+		obj = dep
+	case "DaemonSet":
+		ds := &appsv1.DaemonSet{}
+		mustUnmarshal(t, doc, ds)
+		ds.Spec.Template.Spec.Containers[0].Env = append(ds.Spec.Template.Spec.Containers[0].Env, apiEnv...)
+		for i, v := range ds.Spec.Template.Spec.Volumes {
+			switch v.Name {
+			case "fast-disks":
+				ds.Spec.Template.Spec.Volumes[i].HostPath.Path = d.fast
+			case "block-disks":
+				ds.Spec.Template.Spec.Volumes[i].HostPath.Path = d.block
+			}
+		}
+		obj = ds
+	default:
+		return doc
+	}
+	out, err := yaml.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+func mustUnmarshal(t *testing.T, doc string, into any) {
+	t.Helper()
+	if err := yaml.UnmarshalStrict([]byte(doc), into); err != nil {
+		t.Fatalf("%v\n%s", err, doc)
+	}
+}
+
+// undeployLPV removes the provisioner, then everything it left: PVs and
+// Jobs keep finalizers that only a running master removes.
+func undeployLPV(t *testing.T, c *framework.Cluster, file string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	_, _ = c.Kubectl(ctx, "-n", lpvNamespace, "delete", "deployment,daemonset", "--all", "--wait", "--timeout=60s")
+	for _, kind := range []string{"pv", "jobs"} {
+		args := []string{"get", kind, "-l", lpvManagedBy, "-o", "name"}
+		if kind == "jobs" {
+			args = append(args, "-n", lpvNamespace)
+		}
+		out, _ := c.Kubectl(ctx, args...)
+		for _, name := range strings.Fields(out) {
+			patch := []string{"patch", name, "--type=merge", "-p", `{"metadata":{"finalizers":null}}`}
+			del := []string{"delete", name, "--wait=false"}
+			if kind == "jobs" {
+				patch, del = append(patch, "-n", lpvNamespace), append(del, "-n", lpvNamespace)
+			}
+			_, _ = c.Kubectl(ctx, patch...)
+			_, _ = c.Kubectl(ctx, del...)
+		}
+	}
+	if _, err := c.Kubectl(ctx, "delete", "-f", file, "--ignore-not-found", "--wait", "--timeout=120s"); err != nil {
+		t.Logf("undeploy: %v", err)
+	}
+}
+
+func nodeInternalIP(ctx context.Context, t *testing.T, c *framework.Cluster) string {
+	t.Helper()
+	node, err := c.Client.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range node.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			return a.Address
+		}
+	}
+	t.Fatalf("node %s has no InternalIP", c.NodeName)
+	return ""
+}
