@@ -53,6 +53,9 @@ func (c *controller) syncVolume(ctx context.Context, id string) error {
 				return nil // an older run still wipes the disk; wait for it
 			}
 		}
+		if dirty, err := c.stillDirty(ctx, pv); err != nil || !dirty {
+			return err
+		}
 		if err := c.startCleanup(ctx, pv, nextAttempt(js)); err != nil {
 			return err
 		}
@@ -66,6 +69,24 @@ func (c *controller) syncVolume(ctx context.Context, id string) error {
 	default:
 		return c.retryCleanup(ctx, id, pv, latest, js)
 	}
+}
+
+// stillDirty asks the apiserver whether a PV the cache shows as needing a
+// wipe still does. Right after a wipe the cache can still hold the PV the
+// master deleted (or the PV can wait for another finalizer, such as
+// kubernetes.io/pv-protection) while the released Jobs are already gone; a
+// PV that is gone, replaced, or deleted without the master's finalizer was
+// already handled, and its disk must not be wiped a second time.
+func (c *controller) stillDirty(ctx context.Context, pv *v1.PersistentVolume) (bool, error) {
+	live, err := c.kube.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("failed to get PV %s: %w", pv.Name, err)
+	}
+	return live.UID == pv.UID && cleanable(live) &&
+		(live.DeletionTimestamp == nil || slices.Contains(live.Finalizers, jobs.FinalizerPVProtection)), nil
 }
 
 // syncUncleanablePV lets go of PVs that need no wipe and drops stale locks.

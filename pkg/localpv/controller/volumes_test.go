@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2/ktesting"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
@@ -105,6 +106,50 @@ func TestSuccessfulCleanupDeletesPVThenRepublishes(t *testing.T) {
 	pv := f.pv(name)
 	if pv == nil || pv.Spec.ClaimRef != nil {
 		t.Fatal("clean volume was not published again")
+	}
+}
+
+// TestNoSecondWipeFromStaleCache: after a successful cleanup the PV cache
+// can lag behind the Job cache, or the PV can wait for another finalizer;
+// the wiped PV must not get a second cleanup Job.
+func TestNoSecondWipeFromStaleCache(t *testing.T) {
+	tests := []struct {
+		name string
+		// stale returns the PV as the cache shows it after the wipe.
+		stale func(f *fixture, wiped *v1.PersistentVolume) *v1.PersistentVolume
+	}{
+		{name: "cache still holds the deleted PV", stale: func(_ *fixture, wiped *v1.PersistentVolume) *v1.PersistentVolume {
+			return wiped
+		}},
+		{name: "PV waits for pv-protection", stale: func(f *fixture, wiped *v1.PersistentVolume) *v1.PersistentVolume {
+			pv := wiped.DeepCopy()
+			pv.Finalizers = []string{"kubernetes.io/pv-protection"}
+			pv.DeletionTimestamp = &metav1.Time{Time: f.clock.Now()}
+			if _, err := f.kube.CoreV1().PersistentVolumes().Create(f.t.Context(), pv, metav1.CreateOptions{}); err != nil {
+				f.t.Fatal(err)
+			}
+			return pv
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, id := released(t, nil, v1.PersistentVolumeReclaimDelete)
+			wiped := f.pv(naming.PVName("a", vol1))
+			f.sync(volKey(id))
+			f.finishJob(naming.CleanupJobName(id, 1), true)
+			f.sync(volKey(id))
+			pv := tc.stale(f, wiped)
+			if err := f.inf.PVs.Informer().GetStore().Add(pv); err != nil {
+				t.Fatal(err)
+			}
+			_, ctx := ktesting.NewTestContext(t)
+			if err := f.c.sync(ctx, volKey(id)); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.jobNames(jobs.RoleCleanup); len(got) != 0 {
+				t.Fatalf("wiped PV got another cleanup Job: %v", got)
+			}
+		})
 	}
 }
 
