@@ -35,7 +35,7 @@ type csiDriver struct {
 
 // startCSIDriver serves the driver on a socket in dir and stops it when t
 // ends. The returned Registrar's Stop removes the socket.
-func startCSIDriver(ctx context.Context, t *testing.T, dir, node string) registrar.Registrar {
+func startCSIDriver(ctx context.Context, t testing.TB, dir, node string) registrar.Registrar {
 	t.Helper()
 	d := &csiDriver{node: node}
 	r, err := registrar.New(registrar.Config{

@@ -131,7 +131,7 @@ func flexPod(name, driver string, opts map[string]string) *corev1.Pod {
 
 // loadDriverDaemonSet reads the shipped DaemonSet and points its hostPath at
 // the local cluster's plugin directory.
-func loadDriverDaemonSet(t *testing.T, flexDir string) *appsv1.DaemonSet {
+func loadDriverDaemonSet(t testing.TB, flexDir string) *appsv1.DaemonSet {
 	t.Helper()
 	raw, err := os.ReadFile("../../deploy/flexvolume/daemonset.yaml")
 	if err != nil {
@@ -145,7 +145,7 @@ func loadDriverDaemonSet(t *testing.T, flexDir string) *appsv1.DaemonSet {
 	return ds
 }
 
-func createDaemonSet(ctx context.Context, t *testing.T, c *framework.Cluster, ds *appsv1.DaemonSet) {
+func createDaemonSet(ctx context.Context, t testing.TB, c *framework.Cluster, ds *appsv1.DaemonSet) {
 	t.Helper()
 	if _, err := c.Client.AppsV1().DaemonSets(ds.Namespace).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create daemonset %s: %v", ds.Name, err)
@@ -154,7 +154,7 @@ func createDaemonSet(ctx context.Context, t *testing.T, c *framework.Cluster, ds
 	waitForRollout(ctx, t, c, ds.Name)
 }
 
-func deleteDaemonSet(ctx context.Context, t *testing.T, c *framework.Cluster, name string) {
+func deleteDaemonSet(ctx context.Context, t testing.TB, c *framework.Cluster, name string) {
 	t.Helper()
 	if _, err := c.Kubectl(ctx, "-n", "kube-system", "delete", "daemonset", name,
 		"--ignore-not-found", "--wait", "--cascade=foreground", "--timeout=90s"); err != nil {
@@ -162,7 +162,7 @@ func deleteDaemonSet(ctx context.Context, t *testing.T, c *framework.Cluster, na
 	}
 }
 
-func waitForRollout(ctx context.Context, t *testing.T, c *framework.Cluster, name string) {
+func waitForRollout(ctx context.Context, t testing.TB, c *framework.Cluster, name string) {
 	t.Helper()
 	if _, err := c.Kubectl(ctx, "-n", "kube-system", "rollout", "status", "daemonset/"+name, "--timeout=120s"); err != nil {
 		out, _ := c.Kubectl(ctx, "-n", "kube-system", "get", "pods", "-o", "wide")
@@ -173,7 +173,7 @@ func waitForRollout(ctx context.Context, t *testing.T, c *framework.Cluster, nam
 // buildInstallerImage builds an installer image holding versionedDriver at
 // version, with the project's installer binary, and imports it into the
 // cluster's containerd.
-func buildInstallerImage(ctx context.Context, t *testing.T, c *framework.Cluster, ref, version string) string {
+func buildInstallerImage(ctx context.Context, t testing.TB, c *framework.Cluster, ref, version string) string {
 	t.Helper()
 	dir := t.TempDir()
 	driver := filepath.Join(dir, "e2e-versioned")
@@ -190,14 +190,14 @@ func buildInstallerImage(ctx context.Context, t *testing.T, c *framework.Cluster
 	return ref
 }
 
-func run(ctx context.Context, t *testing.T, name string, args ...string) {
+func run(ctx context.Context, t testing.TB, name string, args ...string) {
 	t.Helper()
 	if out, err := exec.CommandContext(ctx, name, args...).CombinedOutput(); err != nil {
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
 }
 
-func requireMountType(ctx context.Context, t *testing.T, c *framework.Cluster, pod, fsType string) {
+func requireMountType(ctx context.Context, t testing.TB, c *framework.Cluster, pod, fsType string) {
 	t.Helper()
 	out, err := c.Kubectl(ctx, "exec", pod, "--", "grep", " /data ", "/proc/mounts")
 	if err != nil {
@@ -208,7 +208,7 @@ func requireMountType(ctx context.Context, t *testing.T, c *framework.Cluster, p
 	}
 }
 
-func requireFile(ctx context.Context, t *testing.T, c *framework.Cluster, pod, path, want string) {
+func requireFile(ctx context.Context, t testing.TB, c *framework.Cluster, pod, path, want string) {
 	t.Helper()
 	out, err := c.Kubectl(ctx, "exec", pod, "--", "cat", path)
 	if err != nil {
@@ -219,7 +219,7 @@ func requireFile(ctx context.Context, t *testing.T, c *framework.Cluster, pod, p
 	}
 }
 
-func waitForHostFile(t *testing.T, path, contains string) {
+func waitForHostFile(t testing.TB, path, contains string) {
 	t.Helper()
 	err := poll(t, 60*time.Second, func() bool {
 		b, err := os.ReadFile(path)
@@ -230,7 +230,7 @@ func waitForHostFile(t *testing.T, path, contains string) {
 	}
 }
 
-func waitForHostFileGone(t *testing.T, path string) {
+func waitForHostFileGone(t testing.TB, path string) {
 	t.Helper()
 	if err := poll(t, 60*time.Second, func() bool { _, err := os.Stat(path); return os.IsNotExist(err) }); err != nil {
 		t.Fatalf("%s was not removed: %v", path, err)
@@ -241,14 +241,14 @@ func waitForHostFileGone(t *testing.T, path string) {
 // event) after since. A pod created before that would fail its first mount
 // with "no volume plugin matched", and the kubelet retries the mount of
 // such a pod only after about two minutes.
-func waitForDriverLoaded(ctx context.Context, t *testing.T, c *framework.Cluster, driver string, since time.Time) {
+func waitForDriverLoaded(ctx context.Context, t testing.TB, c *framework.Cluster, driver string, since time.Time) {
 	t.Helper()
 	waitForNodeEvent(ctx, t, c, "FlexVolumeDriverLoaded", driver, since)
 }
 
 // waitForNodeEvent waits for an event with reason on the node whose message
 // names driver, last seen at or after since (events have second precision).
-func waitForNodeEvent(ctx context.Context, t *testing.T, c *framework.Cluster, reason, driver string, since time.Time) {
+func waitForNodeEvent(ctx context.Context, t testing.TB, c *framework.Cluster, reason, driver string, since time.Time) {
 	t.Helper()
 	since = since.Truncate(time.Second)
 	var seen []string
@@ -276,7 +276,7 @@ func waitForNodeEvent(ctx context.Context, t *testing.T, c *framework.Cluster, r
 	}
 }
 
-func waitForPodEvent(ctx context.Context, t *testing.T, c *framework.Cluster, pod, reason string) {
+func waitForPodEvent(ctx context.Context, t testing.TB, c *framework.Cluster, pod, reason string) {
 	t.Helper()
 	err := poll(t, 90*time.Second, func() bool {
 		list, err := c.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{
@@ -288,7 +288,7 @@ func waitForPodEvent(ctx context.Context, t *testing.T, c *framework.Cluster, po
 	}
 }
 
-func poll(t *testing.T, timeout time.Duration, cond func() bool) error {
+func poll(t testing.TB, timeout time.Duration, cond func() bool) error {
 	return wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, timeout, true,
 		func(context.Context) (bool, error) { return cond(), nil })
 }
@@ -327,7 +327,7 @@ func TestFlexVolumeAttachable(t *testing.T) {
 }
 
 // attached reports whether the node reports a volume of driver attached.
-func attached(ctx context.Context, t *testing.T, c *framework.Cluster, driver string) bool {
+func attached(ctx context.Context, t testing.TB, c *framework.Cluster, driver string) bool {
 	node, err := c.Client.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
 	if err != nil {
 		t.Logf("get node: %v", err)

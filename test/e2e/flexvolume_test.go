@@ -51,7 +51,7 @@ func TestFlexVolumePod(t *testing.T) {
 
 // installDriver installs a driver atomically (write a dotfile, rename) and
 // removes its directory when t ends.
-func installDriver(t *testing.T, dir, name, script string) {
+func installDriver(t testing.TB, dir, name, script string) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 )
 
 // unmountAll unmounts every mount at or below dir, deepest first.
-func unmountAll(t *testing.T, dir string) {
+func unmountAll(t testing.TB, dir string) {
 	for i := 0; i < 5; i++ {
 		info, err := os.ReadFile("/proc/self/mountinfo")
 		if err != nil {

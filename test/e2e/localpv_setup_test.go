@@ -32,12 +32,12 @@ const (
 // (the host's / is a private mount here, and the watcher needs
 // HostToContainer propagation to see new mounts).
 type lpvDisks struct {
-	t                 *testing.T
+	t                 testing.TB
 	base, fast, block string
 	loops             []string
 }
 
-func newLPVDisks(t *testing.T, c *framework.Cluster) *lpvDisks {
+func newLPVDisks(t testing.TB, c *framework.Cluster) *lpvDisks {
 	t.Helper()
 	base := filepath.Join(c.Dir, "shared", "localpv")
 	d := &lpvDisks{t: t, base: base, fast: filepath.Join(base, "fast"), block: filepath.Join(base, "block")}
@@ -100,7 +100,7 @@ func (d *lpvDisks) teardown() {
 // node's address: the local cluster has no kube-proxy, so the kubernetes
 // Service's ClusterIP does not work inside pods. The block cleaner sleeps
 // first, so that a test can act while a cleanup runs.
-func deployLPV(ctx context.Context, t *testing.T, c *framework.Cluster, d *lpvDisks) {
+func deployLPV(ctx context.Context, t testing.TB, c *framework.Cluster, d *lpvDisks) {
 	t.Helper()
 	nodeIP := nodeInternalIP(ctx, t, c)
 	var docs []string
@@ -129,7 +129,7 @@ func deployLPV(ctx context.Context, t *testing.T, c *framework.Cluster, d *lpvDi
 	}
 }
 
-func patchLPVDoc(t *testing.T, doc string, d *lpvDisks, nodeIP string) string {
+func patchLPVDoc(t testing.TB, doc string, d *lpvDisks, nodeIP string) string {
 	t.Helper()
 	var meta struct {
 		Kind     string            `json:"kind"`
@@ -182,7 +182,7 @@ func patchLPVDoc(t *testing.T, doc string, d *lpvDisks, nodeIP string) string {
 	return string(out)
 }
 
-func mustUnmarshal(t *testing.T, doc string, into any) {
+func mustUnmarshal(t testing.TB, doc string, into any) {
 	t.Helper()
 	if err := yaml.UnmarshalStrict([]byte(doc), into); err != nil {
 		t.Fatalf("%v\n%s", err, doc)
@@ -191,7 +191,7 @@ func mustUnmarshal(t *testing.T, doc string, into any) {
 
 // undeployLPV removes the provisioner, then everything it left: PVs and
 // Jobs keep finalizers that only a running master removes.
-func undeployLPV(t *testing.T, c *framework.Cluster, file string) {
+func undeployLPV(t testing.TB, c *framework.Cluster, file string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	_, _ = c.Kubectl(ctx, "-n", lpvNamespace, "delete", "deployment,daemonset", "--all", "--wait", "--timeout=60s")
@@ -216,7 +216,7 @@ func undeployLPV(t *testing.T, c *framework.Cluster, file string) {
 	}
 }
 
-func nodeInternalIP(ctx context.Context, t *testing.T, c *framework.Cluster) string {
+func nodeInternalIP(ctx context.Context, t testing.TB, c *framework.Cluster) string {
 	t.Helper()
 	node, err := c.Client.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
 	if err != nil {

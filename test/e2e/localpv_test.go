@@ -98,7 +98,7 @@ func TestLocalPV(t *testing.T) {
 }
 
 // findPV returns the provisioner's PV for the disk at hostPath, if any.
-func findPV(ctx context.Context, t *testing.T, c *framework.Cluster, hostPath string) *corev1.PersistentVolume {
+func findPV(ctx context.Context, t testing.TB, c *framework.Cluster, hostPath string) *corev1.PersistentVolume {
 	list, err := c.Client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{LabelSelector: lpvManagedBy})
 	if err != nil {
 		t.Logf("list PVs: %v", err)
@@ -114,7 +114,7 @@ func findPV(ctx context.Context, t *testing.T, c *framework.Cluster, hostPath st
 
 // waitForPV waits for a PV of the disk at hostPath, other than notUID, in
 // phase.
-func waitForPV(ctx context.Context, t *testing.T, c *framework.Cluster, hostPath string, notUID types.UID, phase corev1.PersistentVolumePhase) *corev1.PersistentVolume {
+func waitForPV(ctx context.Context, t testing.TB, c *framework.Cluster, hostPath string, notUID types.UID, phase corev1.PersistentVolumePhase) *corev1.PersistentVolume {
 	t.Helper()
 	var pv *corev1.PersistentVolume
 	err := poll(t, 120*time.Second, func() bool {
@@ -130,7 +130,7 @@ func waitForPV(ctx context.Context, t *testing.T, c *framework.Cluster, hostPath
 }
 
 // claimPod creates a claim bound to pv and returns a pod that uses it at /data.
-func claimPod(ctx context.Context, t *testing.T, c *framework.Cluster, name, pvName, script string) *corev1.Pod {
+func claimPod(ctx context.Context, t testing.TB, c *framework.Cluster, name, pvName, script string) *corev1.Pod {
 	t.Helper()
 	pv, err := c.Client.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
 	if err != nil {
@@ -157,7 +157,7 @@ func claimPod(ctx context.Context, t *testing.T, c *framework.Cluster, name, pvN
 	return pod
 }
 
-func deleteClaim(ctx context.Context, t *testing.T, c *framework.Cluster, name string) {
+func deleteClaim(ctx context.Context, t testing.TB, c *framework.Cluster, name string) {
 	t.Helper()
 	if _, err := c.Kubectl(ctx, "delete", "pvc", name, "--wait", "--timeout=60s"); err != nil {
 		t.Fatal(err)
@@ -165,7 +165,7 @@ func deleteClaim(ctx context.Context, t *testing.T, c *framework.Cluster, name s
 }
 
 // waitForCleanupJob returns the name of the first cleanup Job that appears.
-func waitForCleanupJob(ctx context.Context, t *testing.T, c *framework.Cluster) string {
+func waitForCleanupJob(ctx context.Context, t testing.TB, c *framework.Cluster) string {
 	t.Helper()
 	var name string
 	err := poll(t, 60*time.Second, func() bool {

@@ -127,7 +127,7 @@ func csiNodeHas(ctx context.Context, c *framework.Cluster, driver string) bool {
 
 // startProcess starts bin with extra environment and stops it with SIGTERM
 // when t ends.
-func startProcess(t *testing.T, bin string, env ...string) {
+func startProcess(t testing.TB, bin string, env ...string) {
 	t.Helper()
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), env...)

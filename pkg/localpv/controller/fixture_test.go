@@ -186,16 +186,27 @@ func (f *fixture) jobNames(role string) []string {
 // termination messages (one per container).
 func (f *fixture) finishJob(name string, succeeded bool, msgs ...string) {
 	f.t.Helper()
-	ctx := f.t.Context()
 	j := f.job(name)
 	cond := batchv1.JobCondition{Type: batchv1.JobComplete, Status: v1.ConditionTrue, LastTransitionTime: metav1.NewTime(f.clock.Now())}
-	phase, code := v1.PodSucceeded, int32(0)
 	if !succeeded {
-		cond.Type, cond.Reason, phase, code = batchv1.JobFailed, "BackoffLimitExceeded", v1.PodFailed, 1
+		cond.Type, cond.Reason = batchv1.JobFailed, "BackoffLimitExceeded"
 	}
 	j.Status.Conditions = append(j.Status.Conditions, cond)
-	if _, err := f.kube.BatchV1().Jobs(testNS).UpdateStatus(ctx, j, metav1.UpdateOptions{}); err != nil {
+	if _, err := f.kube.BatchV1().Jobs(testNS).UpdateStatus(f.t.Context(), j, metav1.UpdateOptions{}); err != nil {
 		f.t.Fatal(err)
+	}
+	f.finishPod(name, succeeded, msgs...)
+}
+
+// finishPod creates the Job's finished pod with the containers' termination
+// messages, as the kubelet reports it; the Job's own status is untouched.
+func (f *fixture) finishPod(name string, succeeded bool, msgs ...string) {
+	f.t.Helper()
+	ctx := f.t.Context()
+	j := f.job(name)
+	phase, code := v1.PodSucceeded, int32(0)
+	if !succeeded {
+		phase, code = v1.PodFailed, 1
 	}
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name + "-pod", Namespace: testNS,
 		Labels:          map[string]string{batchv1.JobNameLabel: name, jobs.LabelRole: j.Labels[jobs.LabelRole]},

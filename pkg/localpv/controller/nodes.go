@@ -92,9 +92,19 @@ func (c *controller) maybeStartDiscovery(ctx context.Context, node *v1.Node) err
 // handleDiscoveryJob consumes a finished discovery Job once, then deletes it.
 // Its deletion requeues the node, which starts the next run if one was
 // requested meanwhile.
+//
+// A Succeeded pod is final and carries the whole report, so it is consumed
+// as soon as the pod informer shows it, without waiting for the Job
+// controller to mark the Job complete (which batches pod updates for about a
+// second).
 func (c *controller) handleDiscoveryJob(ctx context.Context, node *v1.Node, job *batchv1.Job) error {
-	if finished, _ := jobs.IsFinished(job); !finished || job.DeletionTimestamp != nil {
+	if job.DeletionTimestamp != nil {
 		return nil
+	}
+	if finished, _ := jobs.IsFinished(job); !finished {
+		if _, _, err := c.discoveryOutput(job); err != nil {
+			return nil // still running; the pod's or the Job's update requeues the node
+		}
 	}
 	var processed bool
 	c.withNode(node.Name, func(st *nodeState) { processed = st.processed == job.UID })
@@ -108,14 +118,18 @@ func (c *controller) handleDiscoveryJob(ctx context.Context, node *v1.Node, job 
 }
 
 func (c *controller) processDiscovery(ctx context.Context, node *v1.Node, job *batchv1.Job) error {
-	cond, _ := jobs.FinishTime(job)
-	elapsed := cond.LastTransitionTime.Sub(job.CreationTimestamp.Time).Seconds()
-	if _, ok := jobs.IsFinished(job); !ok {
+	end := c.clock.Now()
+	cond, finished := jobs.FinishTime(job)
+	if finished {
+		end = cond.LastTransitionTime.Time
+	}
+	elapsed := end.Sub(job.CreationTimestamp.Time).Seconds()
+	if _, succeeded := jobs.IsFinished(job); finished && !succeeded {
 		metrics.DiscoveryDuration.WithLabelValues("failed").Observe(elapsed)
 		return c.discoveryFailed(node, fmt.Sprintf("%s: %s", cond.Reason, c.podMessage(job)))
 	}
 	pod, msgs, err := c.discoveryOutput(job)
-	if errors.Is(err, errPodNotSynced) && c.clock.Since(cond.LastTransitionTime.Time) < podGracePeriod {
+	if errors.Is(err, errPodNotSynced) && c.clock.Since(end) < podGracePeriod {
 		return err
 	}
 	if err != nil {

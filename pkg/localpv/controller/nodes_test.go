@@ -174,6 +174,23 @@ raw:
 	}
 }
 
+// TestSucceededPodIsConsumedBeforeJobCompletes: the report is final once
+// the discovery pod Succeeded; PVs do not wait for the Job controller.
+func TestSucceededPodIsConsumedBeforeJobCompletes(t *testing.T) {
+	f := newFixture(t, nil, newNode("a", nil), newClass("fast", v1.PersistentVolumeReclaimDelete))
+	f.c.requestDiscovery("a")
+	f.sync(nodeKey("a"))
+	name := naming.DiscoveryJobName("a")
+	f.finishPod(name, true, mustEncode(t, fsReport("a", "vol1"))...)
+	f.sync(nodeKey("a"))
+	if f.pv(naming.PVName("a", "/mnt/fast/vol1")) == nil {
+		t.Fatal("no PV after the discovery pod succeeded")
+	}
+	if f.job(name) != nil {
+		t.Error("the consumed discovery Job was not deleted")
+	}
+}
+
 func TestForeignPVOnSamePathIsNotDuplicated(t *testing.T) {
 	foreign := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "local-pv-1a2b3c4d"},
 		Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: "/mnt/fast/vol1"}},

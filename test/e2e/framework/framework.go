@@ -33,7 +33,7 @@ type Cluster struct {
 }
 
 // Connect returns the cluster named by the environment, or fails t.
-func Connect(t *testing.T) *Cluster {
+func Connect(t testing.TB) *Cluster {
 	t.Helper()
 	c := &Cluster{Dir: os.Getenv("LOCAL_UP_DIR"), BinDir: os.Getenv("BIN_DIR"), NodeName: os.Getenv("NODE_NAME")}
 	kubeconfig := os.Getenv("KUBECONFIG")
@@ -72,7 +72,7 @@ func (c *Cluster) ComponentBinary(name string) (string, error) {
 
 // CreatePod creates pod in the default namespace, pinned to the node, and
 // deletes it when t ends.
-func (c *Cluster) CreatePod(ctx context.Context, t *testing.T, pod *corev1.Pod) *corev1.Pod {
+func (c *Cluster) CreatePod(ctx context.Context, t testing.TB, pod *corev1.Pod) *corev1.Pod {
 	t.Helper()
 	pod.Namespace = "default"
 	pod.Spec.NodeName = c.NodeName
@@ -89,7 +89,7 @@ func (c *Cluster) CreatePod(ctx context.Context, t *testing.T, pod *corev1.Pod) 
 }
 
 // DeletePod deletes a pod and waits until it is gone.
-func (c *Cluster) DeletePod(t *testing.T, name string) {
+func (c *Cluster) DeletePod(t testing.TB, name string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	err := c.Client.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{})
@@ -111,7 +111,7 @@ func (c *Cluster) DeletePod(t *testing.T, name string) {
 
 // WaitForPod waits up to timeout for the pod to reach one of phases, and
 // fails t with the pod's status and events otherwise.
-func (c *Cluster) WaitForPod(ctx context.Context, t *testing.T, name string, timeout time.Duration, phases ...corev1.PodPhase) *corev1.Pod {
+func (c *Cluster) WaitForPod(ctx context.Context, t testing.TB, name string, timeout time.Duration, phases ...corev1.PodPhase) *corev1.Pod {
 	t.Helper()
 	var pod *corev1.Pod
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
