@@ -1,6 +1,7 @@
 package pluginwatcher
 
 import (
+	"maps"
 	"sync"
 	"time"
 )
@@ -71,12 +72,15 @@ type actualState struct {
 	mu     sync.RWMutex
 	byPath map[string]instance
 	byKey  map[pluginKey]map[string]struct{}
+	// registered counts registered instances per type, kept up to date by
+	// every change so that RegisteredByType costs O(types), not O(sockets).
+	registered map[string]int
 }
 
 var _ actualStateOfWorld = &actualState{}
 
 func newActualState() *actualState {
-	return &actualState{byPath: map[string]instance{}, byKey: map[pluginKey]map[string]struct{}{}}
+	return &actualState{byPath: map[string]instance{}, byKey: map[pluginKey]map[string]struct{}{}, registered: map[string]int{}}
 }
 
 func (a *actualState) Get(path string) (instance, bool) {
@@ -91,6 +95,7 @@ func (a *actualState) Put(inst instance) {
 	defer a.mu.Unlock()
 	a.deleteLocked(inst.path)
 	a.byPath[inst.path] = inst
+	a.count(inst, 1)
 	set := a.byKey[inst.key]
 	if set == nil {
 		set = map[string]struct{}{}
@@ -106,10 +111,12 @@ func (a *actualState) Update(path string, fn func(*instance)) bool {
 	if !ok {
 		return false
 	}
+	a.count(i, -1)
 	key := i.key
 	fn(&i)
 	i.key = key // the key indexes byKey and must not change in place
 	a.byPath[path] = i
+	a.count(i, 1)
 	return true
 }
 
@@ -125,6 +132,7 @@ func (a *actualState) deleteLocked(path string) {
 		return
 	}
 	delete(a.byPath, path)
+	a.count(old, -1)
 	if set := a.byKey[old.key]; set != nil {
 		delete(set, path)
 		if len(set) == 0 {
@@ -164,11 +172,15 @@ func (a *actualState) Elect(key pluginKey, now time.Time) (instance, bool) {
 func (a *actualState) RegisteredByType() map[string]int {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	out := map[string]int{}
-	for _, i := range a.byPath {
-		if i.registered {
-			out[i.key.typ]++
-		}
+	return maps.Clone(a.registered)
+}
+
+// count adds delta to the registered count of i's type if i is registered.
+func (a *actualState) count(i instance, delta int) {
+	if !i.registered {
+		return
 	}
-	return out
+	if a.registered[i.key.typ] += delta; a.registered[i.key.typ] == 0 {
+		delete(a.registered, i.key.typ)
+	}
 }

@@ -21,6 +21,10 @@ type throttler struct {
 	// where maps a parked or granted path to its bucket key.
 	where map[string]string
 	seq   uint64
+	// gcAt is the bucket count at which idle buckets are collected next.
+	// It doubles the live count after each collection, so that collecting
+	// costs O(1) amortised per new bucket even when few are idle.
+	gcAt int
 }
 
 type bucket struct {
@@ -83,8 +87,9 @@ func (t *throttler) forget(path string) {
 func (t *throttler) bucketLocked(key string) *bucket {
 	b := t.buckets[key]
 	if b == nil {
-		if len(t.buckets) >= throttleGCThreshold {
+		if len(t.buckets) >= max(t.gcAt, throttleGCThreshold) {
 			t.gcLocked()
+			t.gcAt = 2 * len(t.buckets)
 		}
 		b = &bucket{
 			lim:     rate.NewLimiter(t.limit, t.burst),

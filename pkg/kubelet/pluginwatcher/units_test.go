@@ -3,6 +3,7 @@ package pluginwatcher
 import (
 	"bytes"
 	"context"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -233,5 +234,32 @@ func TestReporterRateLimits(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), "count=101") {
 		t.Errorf("summary does not count the 101 suppressed lines:\n%s", buf.String())
+	}
+}
+
+// TestRegisteredByTypeIsMaintained: the per-type counts follow every Put,
+// Update and Delete, including a Put that replaces a registered instance.
+func TestRegisteredByTypeIsMaintained(t *testing.T) {
+	a := newActualState()
+	csi := func(path, name string, reg bool) instance {
+		return instance{path: path, key: pluginKey{typ: CSIPlugin, name: name}, registered: reg}
+	}
+	steps := []struct {
+		name string
+		do   func()
+		want map[string]int
+	}{
+		{"put unregistered", func() { a.Put(csi("/a", "x", false)) }, map[string]int{}},
+		{"register by update", func() { a.Update("/a", func(i *instance) { i.registered = true }) }, map[string]int{CSIPlugin: 1}},
+		{"second plugin", func() { a.Put(csi("/b", "y", true)) }, map[string]int{CSIPlugin: 2}},
+		{"replace registered path", func() { a.Put(csi("/b", "y", false)) }, map[string]int{CSIPlugin: 1}},
+		{"delete registered", func() { a.Delete("/a") }, map[string]int{}},
+		{"delete unknown", func() { a.Delete("/nope") }, map[string]int{}},
+	}
+	for _, s := range steps {
+		s.do()
+		if got := a.RegisteredByType(); !maps.Equal(got, s.want) {
+			t.Fatalf("%s: RegisteredByType() = %v, want %v", s.name, got, s.want)
+		}
 	}
 }
