@@ -268,15 +268,21 @@ func (s *kubeletSim) run(ctx context.Context, job *batchv1.Job, succeeded bool, 
 	if _, err := s.client.CoreV1().Pods(namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("failed to set pod status: %w", err)
 	}
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		j, err := s.client.BatchV1().Jobs(namespace).Get(ctx, job.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
+		}
+		if j.UID != job.UID {
+			return nil
 		}
 		setJobFinished(j, succeeded, now)
 		_, err = s.client.BatchV1().Jobs(namespace).UpdateStatus(ctx, j, metav1.UpdateOptions{})
 		return err
 	})
+	// The master consumes a discovery report as soon as the pod succeeded,
+	// and may delete the Job before it is marked complete.
+	return client404(err)
 }
 
 func setJobFinished(j *batchv1.Job, succeeded bool, now metav1.Time) {
