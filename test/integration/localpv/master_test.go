@@ -42,6 +42,12 @@ const (
 // from the manifests, the "fast" StorageClass, and the simulator.
 func newMasterEnv(t *testing.T) (*env, *kubeletSim) {
 	t.Helper()
+	return newMasterEnvWithSim(t, 1)
+}
+
+// newMasterEnvWithSim is newMasterEnv with simWorkers simulator workers.
+func newMasterEnvWithSim(t testing.TB, simWorkers int) (*env, *kubeletSim) {
+	t.Helper()
 	e := newEnv(t, "namespace.yaml", "rbac-master.yaml")
 	policy := corev1.PersistentVolumeReclaimDelete
 	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fast"}, Provisioner: "kubernetes.io/no-provisioner",
@@ -49,7 +55,7 @@ func newMasterEnv(t *testing.T) (*env, *kubeletSim) {
 	if _, err := e.cp.Client.StorageV1().StorageClasses().Create(t.Context(), sc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	return e, startSim(t, e.cp.Client)
+	return e, startSimWorkers(t, e.cp.Client, simWorkers)
 }
 
 // startMaster runs a master, with empty memory, as the master's
@@ -62,9 +68,7 @@ func (e *env) startMaster(t *testing.T, retryBase time.Duration) (stop func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc := rest.CopyConfig(e.cp.Config)
-	rc.Impersonate = rest.ImpersonationConfig{UserName: masterUser,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"}}
+	rc := asMaster(e.cp.Config)
 	kube := kubernetes.NewForConfigOrDie(rc)
 	dyn := dynamic.NewForConfigOrDie(rc)
 	_, ctx := ktesting.NewTestContext(t)
@@ -108,6 +112,14 @@ func (e *env) startMaster(t *testing.T, retryBase time.Duration) (stop func()) {
 	})
 	t.Cleanup(stop)
 	return stop
+}
+
+// asMaster returns a copy of cfg that acts as the master's ServiceAccount.
+func asMaster(cfg *rest.Config) *rest.Config {
+	rc := rest.CopyConfig(cfg)
+	rc.Impersonate = rest.ImpersonationConfig{UserName: masterUser,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"}}
+	return rc
 }
 
 func (e *env) createNode(t *testing.T, name string) {

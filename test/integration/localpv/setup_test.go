@@ -47,7 +47,7 @@ type env struct {
 	dyn dynamic.Interface
 }
 
-func newEnv(t *testing.T, manifests ...string) *env {
+func newEnv(t testing.TB, manifests ...string) *env {
 	t.Helper()
 	cp := framework.StartAPIServer(t)
 	dyn, err := dynamic.NewForConfig(cp.Config)
@@ -68,7 +68,7 @@ func newEnv(t *testing.T, manifests ...string) *env {
 }
 
 // apply creates every document of a YAML stream, like kubectl create.
-func (e *env) apply(t *testing.T, data []byte) {
+func (e *env) apply(t testing.TB, data []byte) {
 	t.Helper()
 	dc, err := discovery.NewDiscoveryClientForConfig(e.cp.Config)
 	if err != nil {
@@ -102,7 +102,7 @@ func (e *env) apply(t *testing.T, data []byte) {
 }
 
 // waitForCRD waits until NodeDiskState is established and served.
-func (e *env) waitForCRD(t *testing.T) {
+func (e *env) waitForCRD(t testing.TB) {
 	t.Helper()
 	name := v1alpha1.Resource + "." + v1alpha1.GroupName
 	poll(t, "NodeDiskState CRD established", func(ctx context.Context) (bool, error) {
@@ -122,7 +122,7 @@ func (e *env) waitForCRD(t *testing.T) {
 }
 
 // poll waits for cond, failing the test after pollTimeout.
-func poll(t *testing.T, what string, cond wait.ConditionWithContextFunc) {
+func poll(t testing.TB, what string, cond wait.ConditionWithContextFunc) {
 	t.Helper()
 	var last error
 	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, pollTimeout, true,

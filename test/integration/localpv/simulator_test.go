@@ -59,7 +59,7 @@ const pvProtection = "kubernetes.io/pv-protection"
 // deleted; when an unbound PV is deleted, its pv-protection finalizer is
 // removed.
 type kubeletSim struct {
-	t      *testing.T
+	t      testing.TB
 	client kubernetes.Interface
 	queue  workqueue.TypedRateLimitingInterface[simItem]
 
@@ -76,6 +76,12 @@ type kubeletSim struct {
 }
 
 func startSim(t *testing.T, client kubernetes.Interface) *kubeletSim {
+	t.Helper()
+	return startSimWorkers(t, client, 1)
+}
+
+// startSimWorkers starts a simulator that runs up to workers Jobs at once.
+func startSimWorkers(t testing.TB, client kubernetes.Interface, workers int) *kubeletSim {
 	t.Helper()
 	s := &kubeletSim{t: t, client: client,
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[simItem]()),
@@ -101,10 +107,12 @@ func startSim(t *testing.T, client kubernetes.Interface) *kubeletSim {
 	factory.Start(ctx.Done())
 	cluster.Start(ctx.Done())
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		for s.processNext(ctx) {
-		}
-	})
+	for range max(workers, 1) {
+		wg.Go(func() {
+			for s.processNext(ctx) {
+			}
+		})
+	}
 	t.Cleanup(func() {
 		cancel()
 		s.queue.ShutDown()
