@@ -5,7 +5,10 @@
 package main
 
 import (
+	"context"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"k8s.io/component-base/cli"
 	_ "k8s.io/component-base/logs/json/register"
@@ -14,5 +17,13 @@ import (
 )
 
 func main() {
-	os.Exit(cli.Run(app.NewCommand()))
+	// SIGTERM (a pod being stopped) cancels the context: the master then
+	// releases its leader Lease, so a standby takes over at once instead of
+	// waiting for the Lease to expire, and the servers shut down cleanly.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	cmd := app.NewCommand()
+	cmd.SetContext(ctx)
+	code := cli.Run(cmd)
+	stop()
+	os.Exit(code)
 }
