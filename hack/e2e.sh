@@ -5,13 +5,13 @@
 # go test (e.g. -run TestFlex).
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
-source "${NODEPLUG_ROOT}/hack/lib/cluster.sh"
-
-# The features under test are switched on in both binaries.
+# The features under test are switched on in both binaries. This comes
+# before cluster.sh, which defaults the *_EXTRA_FLAGS to empty.
 E2E_PLUGIN_REGISTRATION_DIR=${LOCAL_UP_DIR}/kubelet/plugins_registry_nodeplug
 export E2E_PLUGIN_REGISTRATION_DIR
 export KUBELET_EXTRA_FLAGS=${KUBELET_EXTRA_FLAGS-${E2E_KUBELET_FLAGS:---experimental-flexvolume-discovery --experimental-plugin-registration-dir=${E2E_PLUGIN_REGISTRATION_DIR}}}
 export KCM_EXTRA_FLAGS=${KCM_EXTRA_FLAGS-${E2E_KCM_FLAGS:---experimental-flexvolume-discovery}}
+source "${NODEPLUG_ROOT}/hack/lib/cluster.sh"
 
 teardown() {
   local rc=$?

@@ -48,6 +48,7 @@ const versionedName = "nodeplug.io/e2e-versioned"
 //     removal; the pod's teardown still works, and the driver is unloaded after.
 func TestFlexVolumeDaemonSetStories(t *testing.T) {
 	c := framework.Connect(t)
+	requireFlexDiscovery(t, c)
 	ctx := t.Context()
 	flexDir := filepath.Join(c.Dir, "flexvolume")
 
@@ -118,6 +119,12 @@ func TestFlexVolumeDaemonSetStories(t *testing.T) {
 		c.CreatePod(ctx, t, late)
 		waitForPodEvent(ctx, t, c, late.Name, "FailedMount")
 	})
+}
+
+func requireFlexDiscovery(t *testing.T, c *framework.Cluster) {
+	t.Helper()
+	c.RequireFlag(t, "kubelet", "--experimental-flexvolume-discovery")
+	c.RequireFlag(t, "kube-controller-manager", "--experimental-flexvolume-discovery")
 }
 
 // flexPod returns a busybox pod with one flexVolume of driver at /data.
@@ -300,6 +307,7 @@ func poll(t testing.TB, timeout time.Duration, cond func() bool) error {
 // deleting the pod detaches the volume again.
 func TestFlexVolumeAttachable(t *testing.T) {
 	c := framework.Connect(t)
+	requireFlexDiscovery(t, c)
 	ctx := t.Context()
 	since := time.Now()
 	createDaemonSet(ctx, t, c, loadDriverDaemonSet(t, filepath.Join(c.Dir, "flexvolume")))

@@ -27,7 +27,9 @@ const sampleResource = corev1.ResourceName("example.com/resource")
 
 // registrationDir is the directory the kubelet's nodeplug plugin watcher
 // watches in the e2e cluster (hack/e2e.sh).
-func registrationDir(c *framework.Cluster) string {
+func registrationDir(t *testing.T, c *framework.Cluster) string {
+	t.Helper()
+	c.RequireFlag(t, "kubelet", "--experimental-plugin-registration-dir")
 	if d := os.Getenv("E2E_PLUGIN_REGISTRATION_DIR"); d != "" {
 		return d
 	}
@@ -50,7 +52,7 @@ func TestPluginWatcherSampleDevicePlugin(t *testing.T) {
 	if err := os.WriteFile(control, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	startProcess(t, bin, "PLUGIN_SOCK_DIR="+registrationDir(c), "REGISTER_CONTROL_FILE="+control)
+	startProcess(t, bin, "PLUGIN_SOCK_DIR="+registrationDir(t, c), "REGISTER_CONTROL_FILE="+control)
 
 	err := poll(t, 90*time.Second, func() bool {
 		node, err := c.Client.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
@@ -79,7 +81,7 @@ func TestPluginWatcherSampleDevicePlugin(t *testing.T) {
 func TestPluginWatcherCSIDriver(t *testing.T) {
 	c := framework.Connect(t)
 	ctx := t.Context()
-	drv := startCSIDriver(ctx, t, registrationDir(c), c.NodeName)
+	drv := startCSIDriver(ctx, t, registrationDir(t, c), c.NodeName)
 
 	if _, err := c.Client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{
 		ObjectMeta: metav1.ObjectMeta{Name: csiDriverName},

@@ -70,6 +70,27 @@ func (c *Cluster) ComponentBinary(name string) (string, error) {
 	return os.Readlink(filepath.Join("/proc", strings.TrimSpace(string(pid)), "exe"))
 }
 
+// RequireFlag fails t unless the process local-up started as component
+// runs with flag (a prefix of one of its arguments, e.g.
+// "--experimental-flexvolume-discovery").
+func (c *Cluster) RequireFlag(t testing.TB, component, flag string) {
+	t.Helper()
+	pid, err := os.ReadFile(filepath.Join(c.Dir, "pids", component))
+	if err != nil {
+		t.Fatalf("%s: %v", component, err)
+	}
+	raw, err := os.ReadFile(filepath.Join("/proc", strings.TrimSpace(string(pid)), "cmdline"))
+	if err != nil {
+		t.Fatalf("%s: %v", component, err)
+	}
+	for _, arg := range strings.Split(string(raw), "\x00") {
+		if strings.HasPrefix(arg, flag) {
+			return
+		}
+	}
+	t.Fatalf("%s runs without %s; run the e2e suite with hack/e2e.sh, which sets it", component, flag)
+}
+
 // CreatePod creates pod in the default namespace, pinned to the node, and
 // deletes it when t ends.
 func (c *Cluster) CreatePod(ctx context.Context, t testing.TB, pod *corev1.Pod) *corev1.Pod {
