@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 
@@ -50,5 +51,39 @@ func TestRunControllerWiring(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("no discovery Job for node a: %v", err)
+	}
+}
+
+func TestStripManagedFields(t *testing.T) {
+	mf := []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate}}
+	cases := map[string]struct {
+		in   any
+		want func(t *testing.T, out any)
+	}{
+		"node loses managedFields": {
+			in: &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a", ManagedFields: mf}},
+			want: func(t *testing.T, out any) {
+				if n := out.(*v1.Node); n.ManagedFields != nil || n.Name != "a" {
+					t.Errorf("got %+v", n.ObjectMeta)
+				}
+			},
+		},
+		"tombstone passes through": {
+			in: cache.DeletedFinalStateUnknown{Key: "a"},
+			want: func(t *testing.T, out any) {
+				if _, ok := out.(cache.DeletedFinalStateUnknown); !ok {
+					t.Errorf("got %T", out)
+				}
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			out, err := stripManagedFields(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.want(t, out)
+		})
 	}
 }
