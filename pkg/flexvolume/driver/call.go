@@ -75,7 +75,7 @@ func (d *driver) run(ctx context.Context, timeout time.Duration, argv []string) 
 // executable may still be open for writing in a process forked just before
 // an install renamed it into place (golang.org/issue/22315).
 func (d *driver) start(ctx context.Context, argv []string, stdout, stderr io.Writer) (utilexec.Cmd, error) {
-	delay := 5 * time.Millisecond
+	delay := time.Millisecond
 	for attempt := 0; ; attempt++ {
 		c := d.runner.CommandContext(ctx, d.execPath, argv...)
 		c.SetStdout(stdout)
