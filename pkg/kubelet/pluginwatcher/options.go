@@ -1,6 +1,7 @@
 package pluginwatcher
 
 import (
+	"cmp"
 	"errors"
 	"time"
 
@@ -73,37 +74,19 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	setDuration(&o.DialTimeout, DefaultDialTimeout)
-	setDuration(&o.RPCTimeout, DefaultRPCTimeout)
-	setDuration(&o.RetryBase, DefaultRetryBase)
-	setDuration(&o.RetryMax, DefaultRetryMax)
-	setDuration(&o.StaleGrace, DefaultStaleGrace)
-	setDuration(&o.LogInterval, DefaultLogInterval)
-	if o.StaleAttempts == 0 {
-		o.StaleAttempts = DefaultStaleAttempts
-	}
-	if o.ThrottleRate == 0 {
-		o.ThrottleRate = DefaultThrottleRate
-	}
-	if o.ThrottleBurst == 0 {
-		o.ThrottleBurst = DefaultThrottleBurst
-	}
-	if o.Workers == 0 {
-		o.Workers = DefaultWorkers
-	}
-	if o.LogBudget == 0 {
-		o.LogBudget = DefaultLogBudget
-	}
-	if o.IdentityPolicy == "" {
-		o.IdentityPolicy = IdentityWarn
-	}
+	o.DialTimeout = cmp.Or(o.DialTimeout, DefaultDialTimeout)
+	o.RPCTimeout = cmp.Or(o.RPCTimeout, DefaultRPCTimeout)
+	o.RetryBase = cmp.Or(o.RetryBase, DefaultRetryBase)
+	o.RetryMax = cmp.Or(o.RetryMax, DefaultRetryMax)
+	o.StaleGrace = cmp.Or(o.StaleGrace, DefaultStaleGrace)
+	o.LogInterval = cmp.Or(o.LogInterval, DefaultLogInterval)
+	o.StaleAttempts = cmp.Or(o.StaleAttempts, DefaultStaleAttempts)
+	o.ThrottleRate = cmp.Or(o.ThrottleRate, DefaultThrottleRate)
+	o.ThrottleBurst = cmp.Or(o.ThrottleBurst, DefaultThrottleBurst)
+	o.Workers = cmp.Or(o.Workers, DefaultWorkers)
+	o.LogBudget = cmp.Or(o.LogBudget, DefaultLogBudget)
+	o.IdentityPolicy = cmp.Or(o.IdentityPolicy, IdentityWarn)
 	return o
-}
-
-func setDuration(d *time.Duration, def time.Duration) {
-	if *d == 0 {
-		*d = def
-	}
 }
 
 func (o Options) validate() error {
