@@ -2,6 +2,11 @@ package app
 
 import (
 	"context"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	nodeutil "k8s.io/component-helpers/node/util"
 
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kubelet/app/options"
@@ -39,4 +44,15 @@ func CustomizeDependencies(ctx context.Context, s *options.KubeletServer, deps *
 		usePluginWatcher(ctx, deps, np, node)
 	}
 	return nil
+}
+
+// newNodeRef returns the reference nodeplug's Node events are recorded
+// on. Like upstream's kubelet without a cloud provider, the node name is
+// the hostname or --hostname-override, and the UID is the node name.
+func newNodeRef(s *options.KubeletServer) (*v1.ObjectReference, error) {
+	name, err := nodeutil.GetHostname(s.HostnameOverride)
+	if err != nil {
+		return nil, fmt.Errorf("determining the node name: %w", err)
+	}
+	return &v1.ObjectReference{Kind: "Node", Name: name, UID: types.UID(name)}, nil
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-	nodeutil "k8s.io/component-helpers/node/util"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kubelet/app/options"
 	"k8s.io/kubernetes/pkg/kubelet"
@@ -15,17 +13,6 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/util/groupexec"
 	npflex "github.com/nodeplug/nodeplug/pkg/volume/flexvolume"
 )
-
-// newNodeRef returns the reference nodeplug's Node events are recorded
-// on. Like upstream's kubelet without a cloud provider, the node name is
-// the hostname or --hostname-override, and the UID is the node name.
-func newNodeRef(s *options.KubeletServer) (*v1.ObjectReference, error) {
-	name, err := nodeutil.GetHostname(s.HostnameOverride)
-	if err != nil {
-		return nil, fmt.Errorf("determining the node name: %w", err)
-	}
-	return &v1.ObjectReference{Kind: "Node", Name: name, UID: types.UID(name)}, nil
-}
 
 // useFlexVolumeDiscovery replaces upstream's flexvolume prober with
 // nodeplug's on --volume-plugin-dir (--experimental-flexvolume-discovery).
