@@ -18,7 +18,8 @@ type desiredDriver struct {
 }
 
 // desiredState is the desired state of the world: what is on disk. The
-// populator writes it; the reconciler reads copies.
+// populator writes it; the reconciler reads views. Its maps are replaced,
+// never modified, so a view is valid without copying.
 type desiredState struct {
 	mu      sync.Mutex
 	drivers map[string]desiredDriver // by plugin name
@@ -38,7 +39,8 @@ func newDesiredState() *desiredState {
 	}
 }
 
-// desiredView is a consistent copy of desiredState.
+// desiredView is a consistent view of desiredState. Its maps are shared:
+// do not modify them.
 type desiredView struct {
 	drivers  map[string]desiredDriver
 	problems map[string]string
@@ -46,11 +48,14 @@ type desiredView struct {
 }
 
 // setScan replaces the drivers and the per-directory problems after a scan.
+// It takes drivers over: the caller must not modify it afterwards.
 func (d *desiredState) setScan(drivers map[string]desiredDriver, dirProblems map[string]string) {
 	d.mu.Lock()
 	d.drivers = drivers
-	maps.DeleteFunc(d.problems, func(k, _ string) bool { return isDirProblemKey(k) || k == problemScan })
-	maps.Copy(d.problems, dirProblems)
+	problems := maps.Clone(d.problems)
+	maps.DeleteFunc(problems, func(k, _ string) bool { return isDirProblemKey(k) || k == problemScan })
+	maps.Copy(problems, dirProblems)
+	d.problems = problems
 	d.scanned = true
 	d.mu.Unlock()
 	d.notify()
@@ -61,11 +66,13 @@ func (d *desiredState) setScan(drivers map[string]desiredDriver, dirProblems map
 func (d *desiredState) setProblem(key, msg string) {
 	d.mu.Lock()
 	old, had := d.problems[key]
+	problems := maps.Clone(d.problems)
 	if msg == "" {
-		delete(d.problems, key)
+		delete(problems, key)
 	} else {
-		d.problems[key] = msg
+		problems[key] = msg
 	}
+	d.problems = problems
 	d.mu.Unlock()
 	if had != (msg != "") || old != msg {
 		d.notify()
@@ -75,7 +82,7 @@ func (d *desiredState) setProblem(key, msg string) {
 func (d *desiredState) get() desiredView {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return desiredView{drivers: maps.Clone(d.drivers), problems: maps.Clone(d.problems), scanned: d.scanned}
+	return desiredView{drivers: d.drivers, problems: d.problems, scanned: d.scanned}
 }
 
 func (d *desiredState) notify() {

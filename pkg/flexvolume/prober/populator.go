@@ -24,11 +24,12 @@ type populator struct {
 	w       fsWatcher
 	watched map[string]dirID // driver directories with a watch
 	names   nameCache
-	// last is the previous scan's drivers by directory name. Until the next
-	// scan, dirty names the driver directories that had events, and full
-	// says every driver must be looked at again (watch errors, overflow, a
-	// new plugin directory).
-	last    map[string]desiredDriver
+	// prev is the previous scan's result; its maps are shared with the
+	// desired state and never modified. Until the next scan, dirty names
+	// the driver directories that had events, and full says every driver
+	// must be looked at again (watch errors, overflow, a new plugin
+	// directory).
+	prev    scanResult
 	dirty   map[string]bool
 	full    bool
 	links   bool // the last scan found symlinked driver directories
@@ -158,7 +159,7 @@ func (p *populator) scan(ctx context.Context) {
 	p.stats.scans.Add(1)
 	klog.FromContext(ctx).V(4).Info("Scanning flexvolume plugin directory", "dir", p.root, "full", p.full, "dirty", len(p.dirty))
 	scansTotal.Inc()
-	res, err := scanDir(p.root, p.names, p.reuse, p.watchDir(ctx))
+	res, err := p.read(ctx)
 	if errors.Is(err, os.ErrNotExist) {
 		p.dirLost(ctx)
 		return
@@ -175,13 +176,21 @@ func (p *populator) scan(ctx context.Context) {
 		}
 	}
 	p.dsw.setScan(res.drivers, res.problems)
-	p.last = make(map[string]desiredDriver, len(res.drivers))
-	for _, d := range res.drivers {
-		p.last[d.dirName] = d
-	}
+	p.prev = res
 	clear(p.dirty)
 	p.full = false
 	p.links = res.links
+}
+
+// read scans the plugin directory: only the driver directories that had
+// events when that is enough, everything otherwise.
+func (p *populator) read(ctx context.Context) (scanResult, error) {
+	if !p.full && !p.links && p.prev.drivers != nil {
+		if res, ok := rescanDirs(p.root, p.prev, p.dirty, p.names, p.watchDir(ctx)); ok {
+			return res, nil
+		}
+	}
+	return scanDir(p.root, p.names, p.reuse, p.watchDir(ctx))
 }
 
 // reuse returns the last scan's result for a driver directory that has had
@@ -190,8 +199,12 @@ func (p *populator) reuse(dirName string) (desiredDriver, bool) {
 	if p.full || p.links || p.dirty[dirName] {
 		return desiredDriver{}, false
 	}
-	d, ok := p.last[dirName]
-	if !ok || d.keep {
+	dn, err := p.names.parse(dirName)
+	if err != nil {
+		return desiredDriver{}, false
+	}
+	d, ok := p.prev.drivers[dn.PluginName()]
+	if !ok || d.keep || d.dirName != dirName {
 		return desiredDriver{}, false
 	}
 	if _, watched := p.watched[filepath.Join(p.root, dirName)]; !watched {

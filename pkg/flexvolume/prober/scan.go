@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -167,4 +168,40 @@ func depth(rel string) int {
 
 func describeDirError(root string, err error) string {
 	return fmt.Sprintf("flexvolume plugin directory %s is unavailable: %v", root, err)
+}
+
+// rescanDirs updates prev, the previous scan's result, for the driver
+// directories named in dirty only, without reading the plugin directory. It
+// is valid when nothing but those directories had events since prev, and it
+// keeps a change's cost independent of the number of installed drivers. ok
+// is false when a full scan is needed: an entry is a symlink (two paths may
+// share its watch) or cannot be looked at.
+func rescanDirs(root string, prev scanResult, dirty map[string]bool, names nameCache,
+	watch func(path string, id dirID)) (res scanResult, ok bool) {
+	res = scanResult{drivers: maps.Clone(prev.drivers), problems: maps.Clone(prev.problems), dirs: maps.Clone(prev.dirs)}
+	for name := range dirty {
+		path := filepath.Join(root, name)
+		dn, nameErr := names.parse(name)
+		if nameErr == nil {
+			delete(res.drivers, dn.PluginName())
+		}
+		delete(res.problems, dirProblemPrefix+name)
+		delete(res.dirs, path)
+		fi, err := os.Lstat(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue // removed
+		case err != nil || fi.Mode()&fs.ModeSymlink != 0:
+			return scanResult{}, false
+		case !fi.IsDir() || strings.HasPrefix(name, "."):
+			continue
+		case nameErr != nil:
+			res.problems[dirProblemPrefix+name] = nameErr.Error()
+			continue
+		}
+		watch(path, dirID{})
+		res.dirs[path] = dirID{}
+		res.drivers[dn.PluginName()] = statDriver(path, name, dn)
+	}
+	return res, true
 }
