@@ -40,7 +40,7 @@ func runDiscover(cmd *cobra.Command, o *options.DiscoverOptions) error {
 	if err != nil {
 		return err
 	}
-	msgs, err := report.Encode(r, o.Shards)
+	msgs, err := report.EncodeOrAsk(r, o.Shards)
 	if err != nil {
 		return err
 	}

@@ -53,8 +53,9 @@ func (c *controller) syncNode(ctx context.Context, name string) error {
 func (c *controller) maybeStartDiscovery(ctx context.Context, node *v1.Node) error {
 	now := c.clock.Now()
 	var wait time.Duration
-	start := false
+	start, shards := false, 0
 	c.withNode(node.Name, func(st *nodeState) {
+		shards = st.shards
 		switch {
 		case !st.wantDiscovery:
 		case now.Before(st.notBefore):
@@ -75,7 +76,7 @@ func (c *controller) maybeStartDiscovery(ctx context.Context, node *v1.Node) err
 	if !start {
 		return nil
 	}
-	job := jobs.DiscoveryJob(c.opts.Jobs, c.cfg, node.Name)
+	job := jobs.DiscoveryJob(c.opts.Jobs, c.cfg, node.Name, shards)
 	_, err := c.kube.BatchV1().Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{})
 	if err != nil {
 		c.withNode(node.Name, func(st *nodeState) { st.wantDiscovery = true })
@@ -136,6 +137,11 @@ func (c *controller) processDiscovery(ctx context.Context, node *v1.Node, job *b
 		return c.discoveryFailed(node, err.Error())
 	}
 	r, err := report.Decode(msgs)
+	var more *report.NeedShardsError
+	if errors.As(err, &more) {
+		metrics.DiscoveryDuration.WithLabelValues("resharded").Observe(elapsed)
+		return c.discoveryNeedsShards(node, more.Shards)
+	}
 	if errors.Is(err, report.ErrShardsDisagree) {
 		metrics.DiscoveryDuration.WithLabelValues("inconsistent").Observe(elapsed)
 		return c.discoveryInconsistent(node, err)
@@ -159,6 +165,20 @@ func (c *controller) discoveryFailed(node *v1.Node, msg string) error {
 	metrics.JobFailures.WithLabelValues(metrics.KindDiscovery).Inc()
 	c.event(node, v1.EventTypeWarning, "DiscoveryFailed", "Discovery Job failed: %s", msg)
 	c.retryDiscovery(node.Name)
+	return nil
+}
+
+// discoveryNeedsShards runs discovery again at once with the number of
+// containers the node's report needs, and keeps that number for the node.
+// Decode only accepts requests for more containers than the run had, up to
+// report.MaxShards, so a node cannot make this loop.
+func (c *controller) discoveryNeedsShards(node *v1.Node, shards int) error {
+	c.event(node, v1.EventTypeNormal, "DiscoveryResharded",
+		"The discovery report needs %d containers; running discovery again with %d", shards, shards)
+	c.withNode(node.Name, func(st *nodeState) {
+		st.shards = shards
+		st.wantDiscovery = true
+	})
 	return nil
 }
 

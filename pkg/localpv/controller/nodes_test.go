@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -322,6 +323,53 @@ func TestShardsOfDifferentScansRetryDiscovery(t *testing.T) {
 	f.sync(nodeKey("a"))
 	if f.pv(naming.PVName("a", "/mnt/fast/vol2")) == nil {
 		t.Fatal("the re-run's consistent report did not publish vol2")
+	}
+}
+
+// TestReportAskingForMoreShards: a node whose report does not fit in the
+// pod's containers gets a new run at once with as many as it asked for, and
+// keeps that number; this is neither a failure nor a rejected report.
+func TestReportAskingForMoreShards(t *testing.T) {
+	f := newFixture(t, nil, newNode("a", nil), newClass("fast", v1.PersistentVolumeReclaimDelete))
+	name := naming.DiscoveryJobName("a")
+	failures := counterValue(t, metrics.JobFailures.WithLabelValues(metrics.KindDiscovery))
+	containers := func() int { return len(f.job(name).Spec.Template.Spec.Containers) }
+	f.c.requestDiscovery("a")
+	f.sync(nodeKey("a"))
+	if got := containers(); got != 2 {
+		t.Fatalf("first discovery pod has %d containers, want the configured 2", got)
+	}
+	ask := func(i int) string { return fmt.Sprintf("lpv1 m %d 2 0000000000000000 3", i) }
+	f.finishJob(name, true, ask(0), ask(1))
+	f.sync(nodeKey("a"))
+	f.wantEvent("DiscoveryResharded")
+	if got := counterValue(t, metrics.JobFailures.WithLabelValues(metrics.KindDiscovery)) - failures; got != 0 {
+		t.Errorf("a request for more containers counted as %v Job failures", got)
+	}
+	_ = f.kube.CoreV1().Pods(testNS).Delete(t.Context(), name+"-pod", metav1.DeleteOptions{})
+	f.syncStores()
+	f.sync(nodeKey("a"))
+	if f.job(name) == nil {
+		t.Fatal("discovery not re-run at once")
+	}
+	if got := containers(); got != 3 {
+		t.Fatalf("re-run has %d containers, want 3", got)
+	}
+	msgs, err := report.Encode(fsReport("a", "vol1"), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.finishJob(name, true, msgs...)
+	f.sync(nodeKey("a"))
+	if f.pv(naming.PVName("a", "/mnt/fast/vol1")) == nil {
+		t.Fatal("the re-run's report did not publish vol1")
+	}
+	_ = f.kube.CoreV1().Pods(testNS).Delete(t.Context(), name+"-pod", metav1.DeleteOptions{})
+	f.syncStores()
+	f.c.requestDiscovery("a")
+	f.sync(nodeKey("a"))
+	if got := containers(); got != 3 {
+		t.Fatalf("the next run has %d containers, want the 3 the node needed", got)
 	}
 }
 

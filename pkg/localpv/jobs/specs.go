@@ -29,7 +29,8 @@ type Params struct {
 	Namespace       string
 	Image           string
 	ImagePullPolicy v1.PullPolicy
-	// DiscoveryShards is the number of discovery containers (1-3).
+	// DiscoveryShards is the number of containers discovery pods start
+	// with (1-3); a node whose report needs more gets more.
 	DiscoveryShards int
 	// DiscoveryTTL and CleanupTTL become ttlSecondsAfterFinished.
 	DiscoveryTTL, CleanupTTL int32
@@ -96,10 +97,11 @@ func smallResources() v1.ResourceRequirements {
 		v1.ResourceCPU: resource.MustParse("10m"), v1.ResourceMemory: resource.MustParse("32Mi")}}
 }
 
-// DiscoveryJob returns the discovery Job of a node. Every configured class's
+// DiscoveryJob returns the discovery Job of a node, with shards containers
+// (p.DiscoveryShards when shards is not above it). Every configured class's
 // host directory is mounted read-only at its mountDir, and /dev when a class
 // may hold devices. The pod has no API credentials.
-func DiscoveryJob(p Params, cfg *config.Configuration, nodeName string) *batchv1.Job {
+func DiscoveryJob(p Params, cfg *config.Configuration, nodeName string, shards int) *batchv1.Job {
 	j := baseJob(p, cfg, naming.DiscoveryJobName(nodeName), RoleDiscovery, nodeName)
 	j.Spec.BackoffLimit = ptr.To[int32](2)
 	if p.DiscoveryDeadline > 0 {
@@ -125,7 +127,7 @@ func DiscoveryJob(p Params, cfg *config.Configuration, nodeName string) *batchv1
 		mounts = append(mounts, v1.VolumeMount{Name: "dev", MountPath: "/dev", ReadOnly: true})
 	}
 	classes, _ := json.Marshal(specs)
-	shards := max(p.DiscoveryShards, 1)
+	shards = min(max(shards, p.DiscoveryShards, 1), report.MaxShards)
 	for i := range shards {
 		j.Spec.Template.Spec.Containers = append(j.Spec.Template.Spec.Containers, v1.Container{
 			Name:            "discover-" + strconv.Itoa(i),

@@ -62,7 +62,7 @@ func TestTolerations(t *testing.T) {
 }
 
 func TestDiscoveryJobMountsEveryClassReadOnly(t *testing.T) {
-	j := DiscoveryJob(Params{Namespace: "lpv", Image: "img", DiscoveryShards: 3}, testConfig(t, nil), strings.Repeat("n", 253))
+	j := DiscoveryJob(Params{Namespace: "lpv", Image: "img", DiscoveryShards: 3}, testConfig(t, nil), strings.Repeat("n", 253), 0)
 	if errs := validation.IsDNS1123Label(j.Name); len(errs) > 0 {
 		t.Fatalf("bad Job name: %v", errs)
 	}
@@ -119,7 +119,7 @@ func TestTerminationMessageOutsideMounts(t *testing.T) {
 		name string
 		job  *batchv1.Job
 	}{
-		{name: "discovery with /dev", job: DiscoveryJob(p, cfg, "a")},
+		{name: "discovery with /dev", job: DiscoveryJob(p, cfg, "a", 0)},
 		{name: "directory cleanup", job: CleanupJob(p, cfg, target("fast", report.KindDirectory, "/mnt/fast/v1"), 1)},
 		{name: "block cleanup with /dev", job: CleanupJob(p, cfg, target("blk", report.KindBlock, "/mnt/blk/sdb"), 1)},
 	}

@@ -66,6 +66,9 @@ func Decode(msgs []string) (*Report, error) {
 		}
 		payload.WriteString(s.payload)
 	}
+	if first.enc == encMore {
+		return nil, needShards(len(msgs), first.payload)
+	}
 	doc, err := unwrap(first.enc, payload.String())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
@@ -97,7 +100,7 @@ func parseShard(m string) (shard, error) {
 	if s.n, err = smallInt(f[3]); err != nil {
 		return shard{}, fmt.Errorf("bad shard count: %w", err)
 	}
-	if s.enc != encJSON && s.enc != encDeflate {
+	if s.enc != encJSON && s.enc != encDeflate && s.enc != encMore {
 		return shard{}, fmt.Errorf("unknown encoding %q", s.enc)
 	}
 	if len(s.digest) != digestChars || strings.Trim(s.digest, "0123456789abcdef") != "" {

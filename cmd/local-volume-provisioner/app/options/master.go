@@ -51,7 +51,7 @@ func NewMasterOptions() *MasterOptions {
 		Namespace: os.Getenv("POD_NAMESPACE"), ConfigDir: "/etc/provisioner/config", Image: os.Getenv("JOB_IMAGE"),
 		ImagePullPolicy: string(v1.PullIfNotPresent), ProvisionerName: "nodeplug.io/local-volume-provisioner", Workers: 4,
 		KubeAPIQPS: 50, KubeAPIBurst: 100, DiscoveryQPS: 10, DiscoveryBurst: 20,
-		DiscoveryShards: report.MaxShards, DiscoveryTTL: 5 * time.Minute, DiscoveryDeadline: 5 * time.Minute,
+		DiscoveryShards: 1, DiscoveryTTL: 5 * time.Minute, DiscoveryDeadline: 5 * time.Minute,
 		CleanupTTL: 24 * time.Hour, RetryBase: 10 * time.Second, RetryMax: 30 * time.Minute,
 		MetricsAddress: ":8080", LeaderElect: true, LeaseName: "local-volume-provisioner",
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
@@ -71,7 +71,7 @@ func (o *MasterOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Client burst towards the apiserver.")
 	fs.Float64Var(&o.DiscoveryQPS, "discovery-qps", o.DiscoveryQPS, "Discovery Jobs created per second, cluster-wide.")
 	fs.IntVar(&o.DiscoveryBurst, "discovery-burst", o.DiscoveryBurst, "Burst of discovery Job creations.")
-	fs.IntVar(&o.DiscoveryShards, "discovery-shards", o.DiscoveryShards, fmt.Sprintf("Containers per discovery pod, each carrying 4 KiB of report (1-%d).", report.MaxShards))
+	fs.IntVar(&o.DiscoveryShards, "discovery-shards", o.DiscoveryShards, fmt.Sprintf("Containers that discovery pods start with, each carrying 4 KiB of report (1-%d). A node whose report needs more asks for them and gets them from then on.", report.MaxShards))
 	fs.DurationVar(&o.DiscoveryTTL, "discovery-job-ttl", o.DiscoveryTTL, "ttlSecondsAfterFinished of discovery Jobs.")
 	fs.DurationVar(&o.DiscoveryDeadline, "discovery-job-deadline", o.DiscoveryDeadline, "activeDeadlineSeconds of discovery Jobs.")
 	fs.DurationVar(&o.CleanupTTL, "cleanup-job-ttl", o.CleanupTTL, "ttlSecondsAfterFinished of cleanup Jobs; their finalizer keeps them until handled.")
