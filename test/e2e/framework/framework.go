@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -27,6 +28,7 @@ const BusyboxImage = "docker.io/nodeplug/busybox:1"
 // Cluster describes the local cluster under test.
 type Cluster struct {
 	Client   kubernetes.Interface
+	Config   *rest.Config
 	Dir      string // LOCAL_UP_DIR
 	BinDir   string // BIN_DIR
 	NodeName string
@@ -44,6 +46,7 @@ func Connect(t testing.TB) *Cluster {
 	if err != nil {
 		t.Fatalf("kubeconfig: %v", err)
 	}
+	c.Config = cfg
 	if c.Client, err = kubernetes.NewForConfig(cfg); err != nil {
 		t.Fatalf("client: %v", err)
 	}
