@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 
@@ -43,17 +44,21 @@ type lpvTracer struct {
 	seen []stageTime
 	// available are the times PVs became Available, by local path.
 	available map[string]time.Time
-	cond      *sync.Cond
+	// podAdded are the creation times of discovery pods, by UID.
+	podAdded map[types.UID]time.Time
+	cond     *sync.Cond
 }
 
 type stageTime struct {
 	stage string
 	at    time.Time
+	// pod is the discovery pod a pod stage belongs to.
+	pod types.UID
 }
 
 func newLPVTracer(ctx context.Context, t testing.TB, c *framework.Cluster) *lpvTracer {
 	t.Helper()
-	tr := &lpvTracer{available: map[string]time.Time{}}
+	tr := &lpvTracer{available: map[string]time.Time{}, podAdded: map[types.UID]time.Time{}}
 	tr.cond = sync.NewCond(&tr.mu)
 	dyn, err := dynamic.NewForConfig(c.Config)
 	if err != nil {
@@ -98,26 +103,30 @@ func (tr *lpvTracer) consume(w watch.Interface) {
 }
 
 func (tr *lpvTracer) record(ev watch.Event, now time.Time) {
-	add := func(stage string) { tr.seen = append(tr.seen, stageTime{stage, now}) }
+	add := func(stage string) { tr.seen = append(tr.seen, stageTime{stage: stage, at: now}) }
 	switch o := ev.Object.(type) {
 	case *batchv1.Job:
 		if ev.Type == watch.Added && o.Labels[jobs.LabelRole] == jobs.RoleDiscovery {
 			add(stageJob)
 		}
 	case *corev1.Pod:
-		if o.Labels[jobs.LabelRole] != jobs.RoleDiscovery {
+		if o.Labels[jobs.LabelRole] != jobs.RoleDiscovery || ev.Type == watch.Deleted {
 			return
 		}
+		stage := stagePod
 		switch {
 		case ev.Type == watch.Added:
-			add(stagePod)
+			tr.podAdded[o.UID] = now
 		case o.Status.Phase == corev1.PodSucceeded:
-			add(stageSucceeded)
+			stage = stageSucceeded
 		case o.Status.Phase == corev1.PodRunning:
-			add(stageRunning)
+			stage = stageRunning
 		case o.Spec.NodeName != "":
-			add(stageScheduled)
+			stage = stageScheduled
+		default:
+			return
 		}
+		tr.seen = append(tr.seen, stageTime{stage: stage, at: now, pod: o.UID})
 	case *corev1.PersistentVolume:
 		if o.Spec.Local == nil {
 			return
@@ -156,12 +165,16 @@ func (tr *lpvTracer) waitAvailable(t testing.TB, hostPath string, timeout time.D
 }
 
 // stagesSince returns, for each stage, the time from start to its first
-// occurrence at or after start, if any.
+// occurrence at or after start, if any. Pod stages count only for pods
+// created after start.
 func (tr *lpvTracer) stagesSince(start time.Time) map[string]time.Duration {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	out := map[string]time.Duration{}
 	for _, s := range tr.seen {
+		if s.pod != "" && tr.podAdded[s.pod].Before(start) {
+			continue
+		}
 		if _, ok := out[s.stage]; !ok && !s.at.Before(start) {
 			out[s.stage] = s.at.Sub(start)
 		}

@@ -18,7 +18,8 @@ type Options struct {
 	Classes []discovery.ClassSpec
 	// MountInfoPath is the mount table to watch; default /proc/self/mountinfo.
 	MountInfoPath string
-	// Debounce groups bursts of events; default 100ms.
+	// Debounce groups bursts of file events, and is the least time between
+	// two looks at the disks; default 100ms. See pacer.
 	Debounce time.Duration
 	// Resync is the period of the safety rescan; default 1m.
 	Resync time.Duration
@@ -68,62 +69,74 @@ func (w *watcher) Run(ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = fsw.Close() }()
-	trigger := make(chan struct{}, 1)
-	poke := func() {
-		select {
-		case trigger <- struct{}{}:
-		default:
+	files, mounts := make(chan struct{}, 1), make(chan struct{}, 1)
+	poke := func(ch chan struct{}) func() {
+		return func() {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
 		}
 	}
 	w.addWatches(ctx, fsw)
 	go func() {
-		if err := watchMounts(ctx, w.opts.MountInfoPath, poke); err != nil {
+		if err := watchMounts(ctx, w.opts.MountInfoPath, poke(mounts)); err != nil {
 			logger.Error(err, "Mount table watch stopped; relying on resync")
 		}
 	}()
-	go w.forwardEvents(ctx, fsw, poke)
-	return w.loop(ctx, fsw, trigger)
+	go w.forwardEvents(ctx, fsw, poke(files))
+	return w.loop(ctx, fsw, files, mounts)
 }
 
-// loop turns signals into notifications: a burst of events is debounced, a
-// failed notification is retried with backoff, and the view is recomputed
-// from scratch each time.
-func (w *watcher) loop(ctx context.Context, fsw *fsnotify.Watcher, trigger <-chan struct{}) error {
+// loop turns signals into notifications, paced by a pacer, and recomputes
+// the view from scratch each time. A failed notification is retried with
+// backoff.
+func (w *watcher) loop(ctx context.Context, fsw *fsnotify.Watcher, files, mounts <-chan struct{}) error {
 	logger := klog.FromContext(ctx)
 	resync := time.NewTicker(w.opts.Resync)
 	defer resync.Stop()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	armed := true
+	p := &pacer{debounce: w.opts.Debounce}
+	p.retry(time.Now())
 	reason, last, failures := v1alpha1.ReasonStarted, "", 0
-	arm := func(d time.Duration) {
-		if !armed {
-			timer.Reset(d)
-			armed = true
+	armed := p.due
+	// arm resets the timer when the next look became due sooner.
+	arm := func(due time.Time) {
+		if !due.Equal(armed) {
+			armed = due
+			timer.Reset(time.Until(due))
+		}
+	}
+	changed := func() {
+		if reason != v1alpha1.ReasonStarted {
+			reason = v1alpha1.ReasonChanged
 		}
 	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-trigger:
-			if reason != v1alpha1.ReasonStarted {
-				reason = v1alpha1.ReasonChanged
-			}
-			arm(w.opts.Debounce)
+		case <-files:
+			changed()
+			arm(p.fileEvent(time.Now()))
+		case <-mounts:
+			changed()
+			arm(p.mountEvent(time.Now()))
 		case <-resync.C:
 			w.addWatches(ctx, fsw)
-			if !armed && reason != v1alpha1.ReasonStarted {
+			if p.idle() && reason != v1alpha1.ReasonStarted {
 				reason = v1alpha1.ReasonResync
 			}
-			arm(0)
+			arm(p.retry(time.Now()))
 		case <-timer.C:
-			armed = false
+			p.running(time.Now())
+			armed = time.Time{}
 			v, err := ComputeView(w.scanner, w.opts.Classes, w.opts.MountInfoPath)
 			if err != nil {
 				failures++
 				logger.Error(err, "Failed to compute view", "failures", failures)
-				arm(w.backoff(failures))
+				arm(p.retry(time.Now().Add(w.backoff(failures))))
 				continue
 			}
 			if v.Digest == last {
@@ -133,7 +146,7 @@ func (w *watcher) loop(ctx context.Context, fsw *fsnotify.Watcher, trigger <-cha
 				failures++
 				metrics.WatcherNotifications.WithLabelValues(string(reason), "error").Inc()
 				logger.Error(err, "Failed to notify the master", "failures", failures)
-				arm(w.backoff(failures))
+				arm(p.retry(time.Now().Add(w.backoff(failures))))
 				continue
 			}
 			metrics.WatcherNotifications.WithLabelValues(string(reason), "success").Inc()

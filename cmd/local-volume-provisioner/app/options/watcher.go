@@ -30,7 +30,7 @@ func (o *WatcherOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.NodeName, "node-name", o.NodeName, "Node this watcher runs on (default $NODE_NAME).")
 	fs.StringVar(&o.ConfigDir, "config-dir", o.ConfigDir, "Directory where the provisioner ConfigMap is mounted.")
 	fs.DurationVar(&o.Resync, "resync-period", o.Resync, "Period of the safety rescan.")
-	fs.DurationVar(&o.Debounce, "debounce", o.Debounce, "Delay grouping bursts of events.")
+	fs.DurationVar(&o.Debounce, "debounce", o.Debounce, "Delay that groups bursts of file events, and least time between two looks at the disks; a mount after a quiet interval is looked at at once.")
 	fs.StringVar(&o.MetricsAddress, "metrics-address", o.MetricsAddress, "Address of /metrics and /healthz; empty disables.")
 }
 
