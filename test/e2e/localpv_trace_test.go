@@ -28,12 +28,13 @@ const (
 	stagePod       = "pod"       // the Job controller created its pod
 	stageScheduled = "scheduled" // the pod was bound to the node
 	stageRunning   = "running"   // the kubelet reported it Running
+	stageExited    = "exited"    // the kubelet reported every container terminated
 	stageSucceeded = "succeeded" // the kubelet reported it Succeeded
 	stagePV        = "pv"        // the master created the PV
 	stageAvailable = "available" // the PV controller made it Available
 )
 
-var lpvStages = []string{stageNotified, stageJob, stagePod, stageScheduled, stageRunning, stageSucceeded, stagePV, stageAvailable}
+var lpvStages = []string{stageNotified, stageJob, stagePod, stageScheduled, stageRunning, stageExited, stageSucceeded, stagePV, stageAvailable}
 
 // lpvTracer timestamps, on arrival of watch events, each stage of the
 // provisioner's pipeline, so that a latency is not rounded up to a polling
@@ -119,6 +120,8 @@ func (tr *lpvTracer) record(ev watch.Event, now time.Time) {
 			tr.podAdded[o.UID] = now
 		case o.Status.Phase == corev1.PodSucceeded:
 			stage = stageSucceeded
+		case allTerminated(o):
+			stage = stageExited
 		case o.Status.Phase == corev1.PodRunning:
 			stage = stageRunning
 		case o.Spec.NodeName != "":
@@ -180,4 +183,16 @@ func (tr *lpvTracer) stagesSince(start time.Time) map[string]time.Duration {
 		}
 	}
 	return out
+}
+
+func allTerminated(pod *corev1.Pod) bool {
+	if len(pod.Status.ContainerStatuses) != len(pod.Spec.Containers) {
+		return false
+	}
+	for _, s := range pod.Status.ContainerStatuses {
+		if s.State.Terminated == nil {
+			return false
+		}
+	}
+	return true
 }

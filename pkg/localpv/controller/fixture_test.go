@@ -202,6 +202,13 @@ func (f *fixture) finishJob(name string, succeeded bool, msgs ...string) {
 // messages, as the kubelet reports it; the Job's own status is untouched.
 func (f *fixture) finishPod(name string, succeeded bool, msgs ...string) {
 	f.t.Helper()
+	f.finishPodWith(name, succeeded, nil, msgs...)
+}
+
+// finishPodWith is finishPod with the pod changed by mutate, when not nil,
+// before it is created.
+func (f *fixture) finishPodWith(name string, succeeded bool, mutate func(*v1.Pod), msgs ...string) {
+	f.t.Helper()
 	ctx := f.t.Context()
 	j := f.job(name)
 	phase, code := v1.PodSucceeded, int32(0)
@@ -222,6 +229,9 @@ func (f *fixture) finishPod(name string, succeeded bool, msgs ...string) {
 		}
 		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, v1.ContainerStatus{Name: ctr.Name,
 			State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: code, Message: msg}}})
+	}
+	if mutate != nil {
+		mutate(pod)
 	}
 	if _, err := f.kube.CoreV1().Pods(testNS).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		f.t.Fatal(err)

@@ -123,7 +123,7 @@ func (c *controller) onPod(obj interface{}) {
 	if !ok || pod.Labels[jobs.LabelRole] != jobs.RoleDiscovery {
 		return
 	}
-	if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+	if succeeded(pod) || pod.Status.Phase == v1.PodFailed {
 		if n := pod.Annotations[jobs.AnnNode]; n != "" {
 			c.queue.Add(nodeKey(n))
 		}

@@ -244,14 +244,18 @@ func (c *controller) recordSkipped(node *v1.Node, r *report.Report) {
 }
 
 // discoveryOutput returns the succeeded pod of a Job and its containers'
-// termination messages, in container order.
+// termination messages, in container order. A pod counts as succeeded as
+// soon as every container has terminated with exit code 0: with
+// restartPolicy Never that is final, and the kubelet reports it about a
+// second before it sets the phase, which waits for the pod's sandbox to be
+// torn down.
 func (c *controller) discoveryOutput(job *batchv1.Job) (*v1.Pod, []string, error) {
 	pods, err := c.podLister.Pods(job.Namespace).List(labels.SelectorFromSet(labels.Set{batchv1.JobNameLabel: job.Name}))
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, pod := range pods {
-		if pod.Status.Phase != v1.PodSucceeded || !ownedBy(pod, job) {
+		if !succeeded(pod) || !ownedBy(pod, job) {
 			continue
 		}
 		msgs := make([]string, 0, len(pod.Spec.Containers))
@@ -261,6 +265,25 @@ func (c *controller) discoveryOutput(job *batchv1.Job) (*v1.Pod, []string, error
 		return pod, msgs, nil
 	}
 	return nil, nil, errPodNotSynced
+}
+
+// succeeded reports whether a pod has succeeded, or will: see discoveryOutput.
+func succeeded(pod *v1.Pod) bool {
+	switch {
+	case pod.Status.Phase == v1.PodSucceeded:
+		return true
+	case pod.Status.Phase == v1.PodFailed || pod.Spec.RestartPolicy != v1.RestartPolicyNever:
+		return false
+	}
+	if len(pod.Status.ContainerStatuses) != len(pod.Spec.Containers) {
+		return false
+	}
+	for _, s := range pod.Status.ContainerStatuses {
+		if s.State.Terminated == nil || s.State.Terminated.ExitCode != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func ownedBy(pod *v1.Pod, job *batchv1.Job) bool {

@@ -192,6 +192,53 @@ func TestSucceededPodIsConsumedBeforeJobCompletes(t *testing.T) {
 	}
 }
 
+// TestDiscoveryPodConsumedWhenContainersExited: the kubelet reports every
+// container terminated about a second before it sets the pod's phase, and
+// with restartPolicy Never that is already final.
+func TestDiscoveryPodConsumedWhenContainersExited(t *testing.T) {
+	running := func(p *v1.Pod) { p.Status.Phase = v1.PodRunning }
+	tests := []struct {
+		name     string
+		mutate   func(*v1.Pod)
+		consumed bool
+	}{
+		{name: "phase Succeeded", consumed: true},
+		{name: "phase Running, every container exited 0", mutate: running, consumed: true},
+		{name: "phase Running, a container still running", consumed: false, mutate: func(p *v1.Pod) {
+			running(p)
+			p.Status.ContainerStatuses[1].State = v1.ContainerState{Running: &v1.ContainerStateRunning{}}
+		}},
+		{name: "phase Running, a container exited 1", consumed: false, mutate: func(p *v1.Pod) {
+			running(p)
+			p.Status.ContainerStatuses[0].State.Terminated.ExitCode = 1
+		}},
+		{name: "phase Running, a container not reported yet", consumed: false, mutate: func(p *v1.Pod) {
+			running(p)
+			p.Status.ContainerStatuses = p.Status.ContainerStatuses[:1]
+		}},
+		{name: "restartPolicy OnFailure, every container exited 0", consumed: false, mutate: func(p *v1.Pod) {
+			running(p)
+			p.Spec.RestartPolicy = v1.RestartPolicyOnFailure
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil, newNode("a", nil), newClass("fast", v1.PersistentVolumeReclaimDelete))
+			f.c.requestDiscovery("a")
+			f.sync(nodeKey("a"))
+			name := naming.DiscoveryJobName("a")
+			f.finishPodWith(name, true, tc.mutate, mustEncode(t, fsReport("a", "vol1"))...)
+			f.sync(nodeKey("a"))
+			if got := f.pv(naming.PVName("a", "/mnt/fast/vol1")) != nil; got != tc.consumed {
+				t.Fatalf("PV created = %v, want %v", got, tc.consumed)
+			}
+			if got := f.job(name) == nil; got != tc.consumed {
+				t.Errorf("Job deleted = %v, want %v", got, tc.consumed)
+			}
+		})
+	}
+}
+
 func TestForeignPVOnSamePathIsNotDuplicated(t *testing.T) {
 	foreign := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "local-pv-1a2b3c4d"},
 		Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: "/mnt/fast/vol1"}},
