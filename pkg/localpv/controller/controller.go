@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	batchinformers "k8s.io/client-go/informers/batch/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	storageinformers "k8s.io/client-go/informers/storage/v1"
@@ -50,6 +51,9 @@ type Options struct {
 	RetryBase, RetryMax time.Duration
 	// Clock is the time source; nil means the real clock.
 	Clock clock.WithTicker
+	// Notifications is the client of NodeDiskState objects. When set, the
+	// object of a deleted node is deleted too.
+	Notifications dynamic.ResourceInterface
 }
 
 // Informers are what the master watches. Jobs and Pods must be limited to

@@ -52,6 +52,7 @@ type fixture struct {
 	kube     *fake.Clientset
 	factory  informers.SharedInformerFactory
 	notif    *dynamicinformer.DynamicSharedInformerFactory
+	dyn      *dynamicfake.FakeDynamicClient
 	inf      Informers
 	recorder *record.FakeRecorder
 	clock    *testingclock.FakeClock
@@ -81,9 +82,11 @@ func newFixture(t *testing.T, extraConfig map[string]string, objs ...runtime.Obj
 func (f *fixture) restart() {
 	f.t.Helper()
 	f.factory = informers.NewSharedInformerFactory(f.kube, 0)
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{v1alpha1.SchemeGroupVersionResource: v1alpha1.ListKind})
-	nf := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	if f.dyn == nil {
+		f.dyn = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+			map[schema.GroupVersionResource]string{v1alpha1.SchemeGroupVersionResource: v1alpha1.ListKind})
+	}
+	nf := dynamicinformer.NewDynamicSharedInformerFactory(f.dyn, 0)
 	f.notif = &nf
 	f.inf = Informers{Nodes: f.factory.Core().V1().Nodes(), PVs: f.factory.Core().V1().PersistentVolumes(),
 		StorageClasses: f.factory.Storage().V1().StorageClasses(), Jobs: f.factory.Batch().V1().Jobs(),
@@ -91,6 +94,7 @@ func (f *fixture) restart() {
 	c, err := newController(f.kube, f.inf, f.recorder, Options{
 		Config: f.cfg, ProvisionerName: "nodeplug.io/local-volume-provisioner", Clock: f.clock,
 		RetryBase: 10 * time.Second, RetryMax: 5 * time.Minute, DiscoveryQPS: 1000, DiscoveryBurst: 1000,
+		Notifications: f.dyn.Resource(v1alpha1.SchemeGroupVersionResource),
 		Jobs: jobs.Params{Namespace: testNS, Image: "nodeplug/local-volume-provisioner:dev", ImagePullPolicy: v1.PullIfNotPresent,
 			DiscoveryShards: 2, DiscoveryTTL: 300, CleanupTTL: 3600},
 	})

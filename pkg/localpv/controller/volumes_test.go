@@ -7,9 +7,11 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/nodeplug/localpv-api/localpv/v1alpha1"
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
@@ -288,7 +290,17 @@ func TestDeletedNode(t *testing.T) {
 			if enabled {
 				extra[config.KeyDeleteUnboundPVsOfDeletedNodes] = "true"
 			}
-			f := newFixture(t, extra, newNode("a", nil), newClass("fast", v1.PersistentVolumeReclaimDelete))
+			f := newFixture(t, extra, newNode("a", nil), newNode("b", nil), newClass("fast", v1.PersistentVolumeReclaimDelete))
+			for _, n := range []string{"a", "b"} {
+				u, err := v1alpha1.ToUnstructured(&v1alpha1.NodeDiskState{ObjectMeta: metav1.ObjectMeta{Name: n},
+					Spec: v1alpha1.NodeDiskStateSpec{NodeName: n, Digest: strings.Repeat("a", 64)}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := f.dyn.Resource(v1alpha1.SchemeGroupVersionResource).Create(t.Context(), u, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
 			f.discover("a", fsReport("a", "avail", "released", "bound"))
 			f.setPhase(naming.PVName("a", "/mnt/fast/avail"), v1.VolumeAvailable, false)
 			f.setPhase(naming.PVName("a", "/mnt/fast/released"), v1.VolumeReleased, true)
@@ -307,6 +319,13 @@ func TestDeletedNode(t *testing.T) {
 			}
 			if enabled && f.job(naming.CleanupJobName(naming.VolumeID("a", "/mnt/fast/released"), 1)) == nil {
 				t.Fatal("a released PV was deleted without a cleanup Job holding its lock")
+			}
+			nds := f.dyn.Resource(v1alpha1.SchemeGroupVersionResource)
+			if _, err := nds.Get(t.Context(), "a", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Errorf("the deleted node's NodeDiskState: Get error = %v, want NotFound", err)
+			}
+			if _, err := nds.Get(t.Context(), "b", metav1.GetOptions{}); err != nil {
+				t.Errorf("another node's NodeDiskState: %v", err)
 			}
 		})
 	}

@@ -144,34 +144,49 @@ func reportPercentiles(b *testing.B, lat []time.Duration, prefix string) {
 }
 
 // BenchmarkDiscoveryLatency measures the time from the atomic rename that
-// installs a new driver to Probe returning it. Each sample waits a quiet
-// second first (and a random phase of the polling period). Run with
-// -benchtime 20x.
+// installs a new driver to Probe returning it, for both implementations in
+// the same run. Their samples alternate, and so does which goes first, so
+// that a change of load during the run weighs on both alike; both poll all
+// along. Each sample waits a quiet second first (and a random phase of the
+// polling period). It reports "<impl>-p50-ms" and "<impl>-p99-ms". Run with
+// -benchtime 100x.
 func BenchmarkDiscoveryLatency(b *testing.B) {
 	for _, every := range []time.Duration{100 * time.Millisecond, time.Millisecond} {
-		for _, impl := range impls {
-			b.Run(fmt.Sprintf("impl=%s/poll=%v", impl, every), func(b *testing.B) {
+		b.Run(fmt.Sprintf("poll=%v", every), func(b *testing.B) {
+			type target struct {
+				root string
+				ch   <-chan seen
+			}
+			count := filepath.Join(b.TempDir(), "n")
+			targets := map[string]target{}
+			for _, impl := range impls {
 				root := b.TempDir()
-				count := filepath.Join(b.TempDir(), "n")
 				probe, _ := newImpl(b, impl, root)
 				ch, stop := poll(probe, every)
 				defer stop()
-				lat := make([]time.Duration, 0, b.N)
-				for i := 0; i < b.N; i++ {
+				targets[impl] = target{root: root, ch: ch}
+			}
+			lat := map[string][]time.Duration{}
+			for i := 0; i < b.N; i++ {
+				for k := range impls {
+					impl := impls[(i+k)%len(impls)]
+					t := targets[impl]
 					time.Sleep(1100*time.Millisecond + rand.N(every))
 					name := fmt.Sprintf("d%d", i)
-					stage := filepath.Join(root, ".stage-"+name)
+					stage := filepath.Join(t.root, ".stage-"+name)
 					install(b, stage, ".", name, benchDriver(count, false))
 					t0 := time.Now()
-					if err := os.Rename(stage, filepath.Join(root, "bench.example.com~"+name)); err != nil {
+					if err := os.Rename(stage, filepath.Join(t.root, "bench.example.com~"+name)); err != nil {
 						b.Fatal(err)
 					}
-					at := waitSeen(b, ch, func(s seen) bool { return s.name == "bench.example.com/"+name })
-					lat = append(lat, at.Sub(t0))
+					at := waitSeen(b, t.ch, func(s seen) bool { return s.name == "bench.example.com/"+name })
+					lat[impl] = append(lat[impl], at.Sub(t0))
 				}
-				reportPercentiles(b, lat, "")
-			})
-		}
+			}
+			for _, impl := range impls {
+				reportPercentiles(b, lat[impl], impl+"-")
+			}
+		})
 	}
 }
 

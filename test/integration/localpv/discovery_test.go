@@ -1,13 +1,16 @@
 package localpv
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeplug/localpv-api/localpv/v1alpha1"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
 )
@@ -96,4 +99,29 @@ func TestRejectedReportsRaiseEvents(t *testing.T) {
 		})
 	}
 	e.waitForPV(t, pvName("node-a", "ok"), "")
+}
+
+// TestDeletedNodeLosesItsNodeDiskState: the master, with the shipped RBAC,
+// deletes the NodeDiskState of a deleted node, which its watcher can no
+// longer do, and leaves those of other nodes alone.
+func TestDeletedNodeLosesItsNodeDiskState(t *testing.T) {
+	e, sim := newMasterEnv(t)
+	for _, n := range []string{"node-a", "node-b"} {
+		sim.setDisks(n, disks(n, "vol1"))
+		e.createNode(t, n)
+		e.notify(t, n)
+	}
+	e.startMaster(t, time.Second)
+	e.waitForPV(t, pvName("node-a", "vol1"), "")
+	if err := e.cp.Client.CoreV1().Nodes().Delete(t.Context(), "node-a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ri := e.dyn.Resource(v1alpha1.SchemeGroupVersionResource)
+	poll(t, "NodeDiskState of the deleted node to be deleted", func(ctx context.Context) (bool, error) {
+		_, err := ri.Get(ctx, "node-a", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if _, err := ri.Get(t.Context(), "node-b", metav1.GetOptions{}); err != nil {
+		t.Fatalf("NodeDiskState of a live node: %v", err)
+	}
 }

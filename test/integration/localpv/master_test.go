@@ -87,7 +87,7 @@ func (e *env) startMaster(t *testing.T, retryBase time.Duration) (stop func()) {
 		Notifications: notif.ForResource(v1alpha1.SchemeGroupVersionResource).Informer(),
 	}, recorder, controller.Options{
 		Config: cfg, ProvisionerName: "nodeplug.io/local-volume-provisioner", DiscoveryQPS: 100, DiscoveryBurst: 100,
-		RetryBase: retryBase, RetryMax: 2 * retryBase,
+		RetryBase: retryBase, RetryMax: 2 * retryBase, Notifications: dyn.Resource(v1alpha1.SchemeGroupVersionResource),
 		Jobs: jobs.Params{Namespace: namespace, Image: "nodeplug/local-volume-provisioner:dev", ImagePullPolicy: corev1.PullIfNotPresent,
 			DiscoveryShards: 2, DiscoveryTTL: 300, CleanupTTL: 3600, DiscoveryDeadline: 300},
 	})
