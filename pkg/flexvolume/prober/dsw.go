@@ -28,14 +28,15 @@ type desiredState struct {
 	problems map[string]string
 	// scanned is false until the first successful scan.
 	scanned bool
-	changed chan struct{}
+	// onChange is called, without the lock, after every change.
+	onChange func()
 }
 
 func newDesiredState() *desiredState {
 	return &desiredState{
 		drivers:  map[string]desiredDriver{},
 		problems: map[string]string{},
-		changed:  make(chan struct{}, 1),
+		onChange: func() {},
 	}
 }
 
@@ -85,12 +86,7 @@ func (d *desiredState) get() desiredView {
 	return desiredView{drivers: d.drivers, problems: d.problems, scanned: d.scanned}
 }
 
-func (d *desiredState) notify() {
-	select {
-	case d.changed <- struct{}{}:
-	default:
-	}
-}
+func (d *desiredState) notify() { d.onChange() }
 
 // Problem keys.
 const (

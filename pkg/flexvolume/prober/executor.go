@@ -16,22 +16,23 @@ type initResult struct {
 }
 
 // executor runs driver inits, at most one at a time per driver, each in its
-// own goroutine so that a hanging driver delays nobody else. start and
-// finished are called from the reconciler goroutine only.
+// own goroutine so that a hanging driver delays nobody else. Each result is
+// passed to deliver from that goroutine. start, finished, isRunning and idle
+// are called under the reconciler's lock only.
 type executor struct {
 	running map[string]bool
-	results chan initResult
+	deliver func(initResult)
 	wg      sync.WaitGroup
 	stats   *stats
 }
 
-func newExecutor(st *stats) *executor {
-	return &executor{running: map[string]bool{}, results: make(chan initResult), stats: st}
+func newExecutor(st *stats, deliver func(initResult)) *executor {
+	return &executor{running: map[string]bool{}, deliver: deliver, stats: st}
 }
 
 func (e *executor) isRunning(name string) bool { return e.running[name] }
 
-// start runs drv's init for want; the result arrives on results.
+// start runs drv's init for want; the result is delivered.
 func (e *executor) start(ctx context.Context, want desiredDriver, drv driver.Driver) {
 	e.running[want.name] = true
 	e.wg.Add(1)
@@ -45,10 +46,7 @@ func (e *executor) start(ctx context.Context, want desiredDriver, drv driver.Dri
 			result = "failure"
 		}
 		initsTotal.WithLabelValues(result).Inc()
-		select {
-		case e.results <- initResult{want: want, drv: drv, caps: caps, err: err}:
-		case <-ctx.Done():
-		}
+		e.deliver(initResult{want: want, drv: drv, caps: caps, err: err})
 	}()
 }
 

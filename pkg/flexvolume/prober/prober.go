@@ -51,7 +51,7 @@ func New(ctx context.Context, dir string, runner utilexec.Interface, opts Option
 	opts = opts.withDefaults()
 	st := &stats{}
 	dsw := newDesiredState()
-	rec := newReconciler(&opts, runner, dsw, st)
+	rec := newReconciler(ctx, &opts, runner, dsw, st)
 	pop := newPopulator(abs, &opts, dsw, st)
 	pop.start(ctx)
 	go pop.run(ctx)

@@ -28,13 +28,20 @@ type actualDriver struct {
 
 // reconciler compares the desired state (what is on disk) with the actual
 // state (what is loaded), starts inits through the executor, applies their
-// results and publishes Snapshots. asw and everything else but cur is owned
-// by its goroutine.
+// results and publishes Snapshots.
+//
+// It reconciles in the goroutine that brings the change: the populator's
+// after a scan (kick), the init's after it finished (onResult), and its own
+// when its timer fires (retries, in-use checks). A new driver thus costs no
+// goroutine hand-off but the one into its init. mu guards everything but
+// cur and synced.
 type reconciler struct {
+	ctx         context.Context
 	opts        *Options
 	runner      utilexec.Interface
 	dsw         *desiredState
 	stats       *stats
+	mu          sync.Mutex
 	exec        *executor
 	asw         map[string]*actualDriver
 	initProbs   map[string]string // failed inits, by problem key
@@ -44,40 +51,71 @@ type reconciler struct {
 	synced      chan struct{}
 	syncedOnce  sync.Once
 	timer       clockTimer
+	timerAt     time.Time     // when timer fires; zero when stopped
+	rearm       chan struct{} // the timer changed: run must look at it again
 	initialDone bool
 }
 
-func newReconciler(opts *Options, runner utilexec.Interface, dsw *desiredState, st *stats) *reconciler {
+// newReconciler returns a reconciler that stops working when ctx ends.
+func newReconciler(ctx context.Context, opts *Options, runner utilexec.Interface, dsw *desiredState, st *stats) *reconciler {
 	r := &reconciler{
-		opts: opts, runner: runner, dsw: dsw, stats: st,
-		exec:      newExecutor(st),
+		ctx: ctx, opts: opts, runner: runner, dsw: dsw, stats: st,
 		asw:       map[string]*actualDriver{},
 		initProbs: map[string]string{},
 		dirProbs:  map[string]string{},
 		synced:    make(chan struct{}),
 		timer:     newClockTimer(opts.Clock),
+		rearm:     make(chan struct{}, 1),
 	}
+	r.exec = newExecutor(st, r.onResult)
 	r.cur.Store(newSnapshot(0, map[string]*Entry{}, map[string]string{}))
+	dsw.onChange = r.kick
 	return r
 }
 
-// run is the reconciler's loop.
+// run reconciles once, then whenever the timer fires, until ctx ends.
 func (r *reconciler) run(ctx context.Context) {
 	defer r.exec.wait()
+	r.kick()
 	for {
-		r.reconcile(ctx)
+		r.mu.Lock()
+		timerC := r.timer.C()
+		r.mu.Unlock()
 		select {
 		case <-ctx.Done():
 			return
-		case <-r.dsw.changed:
-		case res := <-r.exec.results:
-			r.exec.finished(res.want.name)
-			if r.apply(ctx, res) {
-				r.publish()
-			}
-		case <-r.timer.C():
+		case <-r.rearm:
+		case <-timerC:
+			r.mu.Lock()
+			r.timerAt = time.Time{}
+			r.reconcile(ctx)
+			r.mu.Unlock()
 		}
 	}
+}
+
+// kick reconciles after a change of the desired state.
+func (r *reconciler) kick() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ctx.Err() == nil {
+		r.reconcile(r.ctx)
+	}
+}
+
+// onResult applies an init result, publishes, and reconciles: the desired
+// state may have changed while the init ran.
+func (r *reconciler) onResult(res initResult) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.exec.finished(res.want.name)
+	if r.ctx.Err() != nil {
+		return
+	}
+	if r.apply(r.ctx, res) {
+		r.publish()
+	}
+	r.reconcile(r.ctx)
 }
 
 // reconcile starts the inits the desired state needs, handles drivers that

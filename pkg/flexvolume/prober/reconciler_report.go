@@ -72,9 +72,17 @@ func (r *reconciler) armTimer(want desiredView, now time.Time) {
 			next = at
 		}
 	}
+	if next.Equal(r.timerAt) {
+		return
+	}
+	r.timerAt = next
 	r.timer.stop()
 	if !next.IsZero() {
 		r.timer.reset(max(next.Sub(now), time.Millisecond))
+	}
+	select {
+	case r.rearm <- struct{}{}:
+	default:
 	}
 }
 

@@ -21,7 +21,7 @@ func TestDirProblemEventReasons(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &sink{}
 			opts := testOptions(s).withDefaults()
-			r := newReconciler(&opts, utilexec.New(), newDesiredState(), &stats{})
+			r := newReconciler(t.Context(), &opts, utilexec.New(), newDesiredState(), &stats{})
 			if !r.reportDirProblems(t.Context(), map[string]string{tc.key: "boom"}) {
 				t.Fatal("new problem not reported as a change")
 			}
