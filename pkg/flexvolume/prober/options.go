@@ -19,6 +19,7 @@ const (
 	DefaultDirRetryMin          = 500 * time.Millisecond
 	DefaultDirRetryMax          = time.Minute
 	DefaultInitialSyncTimeout   = 10 * time.Second
+	DefaultSettleWait           = 50 * time.Millisecond
 )
 
 // InUseChecker tells whether volumes still use a driver. The prober asks
@@ -91,6 +92,9 @@ type Options struct {
 	// InitialSyncTimeout bounds how long New waits for the drivers present
 	// at start to be initialised.
 	InitialSyncTimeout time.Duration
+	// SettleWait bounds how long, from their start, consumers may wait for
+	// running driver inits (see Settling). Negative disables waiting.
+	SettleWait time.Duration
 	// Clock is for tests.
 	Clock clock.Clock
 
@@ -107,6 +111,9 @@ func (o Options) withDefaults() Options {
 	setDuration(&o.DirRetryMin, DefaultDirRetryMin)
 	setDuration(&o.DirRetryMax, DefaultDirRetryMax)
 	setDuration(&o.InitialSyncTimeout, DefaultInitialSyncTimeout)
+	if o.SettleWait == 0 {
+		o.SettleWait = DefaultSettleWait
+	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}

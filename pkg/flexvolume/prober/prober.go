@@ -20,6 +20,9 @@ type Prober interface {
 	Stats() Stats
 	// Dir returns the plugin directory.
 	Dir() string
+	// Settling returns the driver inits running now, or nil when none
+	// does. It is one atomic load.
+	Settling() *Settling
 }
 
 type prober struct {
@@ -72,3 +75,4 @@ func New(ctx context.Context, dir string, runner utilexec.Interface, opts Option
 func (p *prober) Snapshot() *Snapshot { return p.rec.cur.Load() }
 func (p *prober) Stats() Stats        { return p.stats.get() }
 func (p *prober) Dir() string         { return p.dir }
+func (p *prober) Settling() *Settling { return p.rec.settling.Load() }

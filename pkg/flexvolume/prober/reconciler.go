@@ -48,6 +48,7 @@ type reconciler struct {
 	dirProbs    map[string]string // directory problems already reported
 	version     uint64
 	cur         atomic.Pointer[Snapshot]
+	settling    atomic.Pointer[Settling]
 	synced      chan struct{}
 	syncedOnce  sync.Once
 	timer       clockTimer
@@ -75,7 +76,12 @@ func newReconciler(ctx context.Context, opts *Options, runner utilexec.Interface
 
 // run reconciles once, then whenever the timer fires, until ctx ends.
 func (r *reconciler) run(ctx context.Context) {
-	defer r.exec.wait()
+	defer func() {
+		r.exec.wait()
+		r.mu.Lock()
+		r.settleEnd(true)
+		r.mu.Unlock()
+	}()
 	r.kick()
 	for {
 		r.mu.Lock()
@@ -140,6 +146,8 @@ func (r *reconciler) reconcile(ctx context.Context) {
 	if changed {
 		r.publish()
 	}
+	r.settleStart(now)
+	r.settleEnd(false)
 	r.armTimer(want, now)
 	r.checkSynced(want)
 }

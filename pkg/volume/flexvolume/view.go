@@ -35,11 +35,20 @@ func newConsumerView(src *Prober) *consumerView {
 func (v *consumerView) Init() error { return nil }
 
 // Probe is part of volume.DynamicPluginProber. When nothing changed since
-// the last call it costs two atomic loads and returns nil, nil. Otherwise it
-// returns one event per plugin added, changed or removed, and an error
+// the last call it costs three atomic loads and returns nil, nil. Otherwise
+// it returns one event per plugin added, changed or removed, and an error
 // naming each problem that is new since the last call, so that
 // VolumePluginMgr logs it once rather than on every lookup.
+//
+// While driver inits are running, Probe first waits for them, for at most
+// the prober's SettleWait from their start: a lookup right after an install
+// then finds the new driver instead of failing and being retried with
+// backoff. Upstream's Probe runs every init itself, so it blocks for their
+// whole duration.
 func (v *consumerView) Probe() ([]volume.ProbeEvent, error) {
+	if s := v.src.lib.Settling(); s != nil {
+		s.Wait()
+	}
 	cur := v.src.lib.Snapshot()
 	if cur == v.last.Load() {
 		return nil, nil

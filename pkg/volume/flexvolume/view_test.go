@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/kubernetes/pkg/volume"
 )
@@ -79,4 +80,25 @@ func TestProbeReportsProblemsOnce(t *testing.T) {
 		}
 		return len(events) == 1 && events[0].PluginName == "example.com/good"
 	})
+}
+
+// TestProbeDuringInitReturnsTheNewDriver: a lookup that arrives while a new
+// driver's init runs waits for it (bounded by SettleWait) and finds the
+// driver, where it would otherwise fail and be retried with backoff.
+func TestProbeDuringInitReturnsTheNewDriver(t *testing.T) {
+	root := t.TempDir()
+	opts := fastOptions()
+	opts.SettleWait = 20 * time.Second
+	p := newTestProber(t, root, opts)
+	view := p.NewConsumerView()
+	if events, err := view.Probe(); events != nil || err != nil {
+		t.Fatalf("Probe before the install = %+v, %v", events, err)
+	}
+	install(t, root, "example.com~slow", "slow",
+		"#!/bin/sh\nsleep 0.3\necho '{\"status\":\"Success\",\"capabilities\":{\"attach\":false}}'\n")
+	eventually(t, "the init to start", func() bool { return p.Library().Settling() != nil })
+	events, err := view.Probe()
+	if err != nil || len(events) != 1 || events[0].Op != volume.ProbeAddOrUpdate || events[0].PluginName != "example.com/slow" {
+		t.Fatalf("Probe during the init = %+v, %v; want the new driver", events, err)
+	}
 }
