@@ -8,8 +8,13 @@
 //	executor   (driver "init" calls, one per driver)  -> actual state of the world
 //	publisher  (immutable Snapshot behind an atomic pointer)
 //
+// The reconciler runs in the goroutine that brings a change, under its lock:
+// the populator's after a scan, an init's after it finished, its own on a
+// timer. A new driver thus costs one goroutine hand-off, into its init.
+//
 // Consumers read the published Snapshot; reading it when nothing changed is
-// one atomic load. pkg/volume/flexvolume adapts Snapshots to upstream's
+// one atomic load. While inits run, Settling lets them wait, briefly, for
+// their result. pkg/volume/flexvolume adapts Snapshots to upstream's
 // volume.DynamicPluginProber, one view per consumer, so that several
 // controllers share one watcher. README.md states the behaviour contract.
 package prober

@@ -84,19 +84,21 @@ type seen struct {
 }
 
 // poll calls probe every interval, like the kubelet's volume manager loops,
-// and reports every added or updated plugin.
-func poll(probe func() ([]volume.ProbeEvent, error), every time.Duration) (<-chan seen, func()) {
-	out := make(chan seen, 1<<16)
-	stop := make(chan struct{})
+// and reports every added or updated plugin. start is when the ticker
+// started: it ticks at start + k*every.
+func poll(probe func() ([]volume.ProbeEvent, error), every time.Duration) (out <-chan seen, start time.Time, stop func()) {
+	ch := make(chan seen, 1<<16)
+	quit := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
+	start = time.Now()
+	t := time.NewTicker(every)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {
-			case <-stop:
+			case <-quit:
 				return
 			case <-t.C:
 			}
@@ -106,14 +108,14 @@ func poll(probe func() ([]volume.ProbeEvent, error), every time.Duration) (<-cha
 				if ev.Op == volume.ProbeAddOrUpdate {
 					_, att := ev.Plugin.(volume.AttachableVolumePlugin)
 					select {
-					case out <- seen{name: ev.PluginName, attachable: att, at: now}:
+					case ch <- seen{name: ev.PluginName, attachable: att, at: now}:
 					default:
 					}
 				}
 			}
 		}
 	}()
-	return out, func() { close(stop); wg.Wait() }
+	return ch, start, func() { close(quit); wg.Wait() }
 }
 
 // waitSeen returns when a plugin matching want is seen.
@@ -147,31 +149,38 @@ func reportPercentiles(b *testing.B, lat []time.Duration, prefix string) {
 // installs a new driver to Probe returning it, for both implementations in
 // the same run. Their samples alternate, and so does which goes first, so
 // that a change of load during the run weighs on both alike; both poll all
-// along. Each sample waits a quiet second first (and a random phase of the
-// polling period). It reports "<impl>-p50-ms" and "<impl>-p99-ms". Run with
-// -benchtime 100x.
+// along. Each sample waits a quiet second first. Then the rename is timed
+// at a random phase of the polling period, the same phase for both
+// implementations of a pair, so that the phase's variance (up to a whole
+// period) cancels out of their difference. It reports "<impl>-p50-ms",
+// "<impl>-p99-ms", and "diff-p50-ms", the median over pairs of nodeplug's
+// latency minus upstream's. Run with -benchtime 100x.
 func BenchmarkDiscoveryLatency(b *testing.B) {
 	for _, every := range []time.Duration{100 * time.Millisecond, time.Millisecond} {
 		b.Run(fmt.Sprintf("poll=%v", every), func(b *testing.B) {
 			type target struct {
-				root string
-				ch   <-chan seen
+				root  string
+				ch    <-chan seen
+				start time.Time
 			}
 			count := filepath.Join(b.TempDir(), "n")
 			targets := map[string]target{}
 			for _, impl := range impls {
 				root := b.TempDir()
 				probe, _ := newImpl(b, impl, root)
-				ch, stop := poll(probe, every)
+				ch, start, stop := poll(probe, every)
 				defer stop()
-				targets[impl] = target{root: root, ch: ch}
+				targets[impl] = target{root: root, ch: ch, start: start}
 			}
 			lat := map[string][]time.Duration{}
+			var diffs []time.Duration
 			for i := 0; i < b.N; i++ {
+				phase := rand.N(every)
 				for k := range impls {
 					impl := impls[(i+k)%len(impls)]
 					t := targets[impl]
-					time.Sleep(1100*time.Millisecond + rand.N(every))
+					time.Sleep(1100 * time.Millisecond)
+					time.Sleep(untilPhase(t.start, every, phase))
 					name := fmt.Sprintf("d%d", i)
 					stage := filepath.Join(t.root, ".stage-"+name)
 					install(b, stage, ".", name, benchDriver(count, false))
@@ -182,12 +191,22 @@ func BenchmarkDiscoveryLatency(b *testing.B) {
 					at := waitSeen(b, t.ch, func(s seen) bool { return s.name == "bench.example.com/"+name })
 					lat[impl] = append(lat[impl], at.Sub(t0))
 				}
+				diffs = append(diffs, lat["nodeplug"][i]-lat["upstream"][i])
 			}
 			for _, impl := range impls {
 				reportPercentiles(b, lat[impl], impl+"-")
 			}
+			slices.Sort(diffs)
+			b.ReportMetric(float64(diffs[len(diffs)/2].Microseconds())/1000, "diff-p50-ms")
 		})
 	}
+}
+
+// untilPhase returns how long to wait until the next time at phase into the
+// polling period of a ticker started at start.
+func untilPhase(start time.Time, every, phase time.Duration) time.Duration {
+	into := time.Since(start) % every
+	return (phase - into + every) % every
 }
 
 // BenchmarkDriverInit measures one init call of a shell driver: the floor

@@ -49,7 +49,7 @@ func stormOnce(b *testing.B, impl string, every time.Duration, events int, span 
 	count := filepath.Join(b.TempDir(), "inits")
 	install(b, root, "bench.example.com~storm", "storm", benchDriver(count, true))
 	probe, lib := newImpl(b, impl, root)
-	ch, stop := poll(probe, every)
+	ch, _, stop := poll(probe, every)
 	defer stop()
 	waitSeen(b, ch, func(s seen) bool { return s.name == "bench.example.com/storm" })
 	before := fileSize(b, count)
