@@ -173,7 +173,8 @@ func describeDirError(root string, err error) string {
 // rescanDirs updates prev, the previous scan's result, for the driver
 // directories named in dirty only, without reading the plugin directory. It
 // is valid when nothing but those directories had events since prev, and it
-// keeps a change's cost independent of the number of installed drivers. ok
+// keeps a change's system calls independent of the number of installed
+// drivers (the maps of prev are still copied). ok
 // is false when a full scan is needed: an entry is a symlink (two paths may
 // share its watch) or cannot be looked at.
 func rescanDirs(root string, prev scanResult, dirty map[string]bool, names nameCache,

@@ -32,9 +32,6 @@ func (s *Settling) Wait() {
 	}
 }
 
-// Done returns a channel closed when the inits have been applied.
-func (s *Settling) Done() <-chan struct{} { return s.done }
-
 // settleStart records that inits are running, if not recorded yet. It is
 // called under the reconciler's lock.
 func (r *reconciler) settleStart(now time.Time) {

@@ -100,14 +100,8 @@ func (w *watcher) loop(ctx context.Context, fsw *fsnotify.Watcher, files, mounts
 	p := &pacer{debounce: w.opts.Debounce}
 	p.retry(time.Now())
 	reason, last, failures := v1alpha1.ReasonStarted, "", 0
-	armed := p.due
-	// arm resets the timer when the next look became due sooner.
-	arm := func(due time.Time) {
-		if !due.Equal(armed) {
-			armed = due
-			timer.Reset(time.Until(due))
-		}
-	}
+	// arm sets the timer to when the pacer says the next look is due.
+	arm := func(due time.Time) { timer.Reset(time.Until(due)) }
 	changed := func() {
 		if reason != v1alpha1.ReasonStarted {
 			reason = v1alpha1.ReasonChanged
@@ -131,7 +125,6 @@ func (w *watcher) loop(ctx context.Context, fsw *fsnotify.Watcher, files, mounts
 			arm(p.retry(time.Now()))
 		case <-timer.C:
 			p.running(time.Now())
-			armed = time.Time{}
 			v, err := ComputeView(w.scanner, w.opts.Classes, w.opts.MountInfoPath)
 			if err != nil {
 				failures++
