@@ -3,12 +3,19 @@
 // creates Jobs, and a watcher in a DaemonSet). See README.md for the wire
 // contracts between the components. The subpackages are:
 //
-//   - config: the ConfigMap format (storageClassMap and friends) and its validation
-//   - naming: deterministic PV and Job names
-//   - report: the discovery Job's termination-message encoding
-//   - discovery, cleanup: the node-side work of the Job entrypoints
-//   - jobs: the Job specs the master creates and the labels they carry
-//   - controller: the master
-//   - watcher: the per-node change watcher
-//   - metrics: Prometheus metrics of all components
+//   - config: parses and validates the provisioner's ConfigMap (storageClassMap and friends)
+//   - naming: derives the deterministic names of the PVs and Jobs
+//   - report: what a discovery Job tells the master, encoded in container termination messages
+//   - validation: checks a discovery report against the configuration and the node the Job ran on
+//   - discovery: the node-side work of a discovery Job (scan each class directory, report its volumes)
+//   - cleanup: the node-side work of a cleanup Job (wipe one volume)
+//   - jobs: the Job specs the master creates, and the labels, annotations and finalizers it sets
+//   - controller: the master, the only component that writes PersistentVolumes
+//   - watcher: the per-node DaemonSet that writes the node's NodeDiskState when its directories change
+//   - metrics: the Prometheus metrics of all components
+//   - testutil: test helpers that create real tmpfs mounts and loop devices
+//
+// The NodeDiskState API and its CustomResourceDefinition are in the
+// github.com/nodeplug/localpv-api staging module; cmd/local-volume-provisioner
+// wires these packages into one binary.
 package localpv

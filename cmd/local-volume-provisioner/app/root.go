@@ -1,4 +1,3 @@
-// Package app wires the local-volume-provisioner subcommands.
 package app
 
 import (
