@@ -33,7 +33,7 @@ test-e2e: ## local-up, the e2e suite against the cluster, local-down (also on fa
 	hack/e2e.sh $(GO_TEST_FLAGS)
 
 .PHONY: verify
-verify: ## gofmt, go vet, the go.mod pin and shell syntax.
+verify: ## gofmt, go vet, the go.mod pin, no build outputs or big files in git, shell syntax.
 	hack/verify.sh
 
 .PHONY: update
