@@ -23,10 +23,13 @@ np::build::all() {
     cd "${NODEPLUG_ROOT}"
     go build -ldflags "$(np::build::ldflags)" -o "${BIN_DIR}/" \
       ./cmd/kubelet ./cmd/kube-controller-manager ./hack/tools/etcd ./hack/tools/mkimage \
-      k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
-    # Binaries that go into images (build/*) are static: the images have no libc.
+      k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl &&
+    # Binaries that go into images (build/*) are static: the images have no libc
+    # (the mount-utilities image carries the host's libc for the host's tools only).
     CGO_ENABLED=0 go build -ldflags "-s -w" -o "${BIN_DIR}/" \
-      ./build/pause ./cmd/flexvolume-installer ./cmd/local-volume-provisioner
+      ./build/pause ./cmd/flexvolume-installer ./cmd/local-volume-provisioner &&
+    CGO_ENABLED=0 go build -ldflags "-s -w" -o "${BIN_DIR}/mount-utilities-init" ./build/mount-utilities/init &&
+    CGO_ENABLED=0 go build -ldflags "-s -w" -o "${BIN_DIR}/nodeplug-fuse-loopback" ./build/mount-utilities/fuse-loopback
   ) || np::die "go build failed (see the compiler output above)" \
     "run 'go build ./...' to reproduce; check that the Go module proxy is reachable (go mod download)"
   np::log "binaries built in $((SECONDS - started)) s"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # np::images::build writes the cluster's images as docker-archive tarballs
 # with hack/tools/mkimage (no docker, no registry): pause, busybox, and the
-# recipes in build/ (flexvolume-installer, local-volume-provisioner).
+# recipes in build/ (flexvolume-installer, local-volume-provisioner,
+# mount-utilities).
 # np::images::import loads them into the local containerd. Pods use
 # imagePullPolicy Never or IfNotPresent.
 
@@ -26,6 +27,55 @@ np::images::recipe() {
   grep -v '^#' "${f}" | sed -e "s|\${BIN_DIR}|${BIN_DIR}|g" -e "s|\${REPO}|${NODEPLUG_ROOT}|g"
 }
 
+# np::images::host_binary_args BINARY...: mkimage arguments, one per line,
+# that copy the host's BINARY (an absolute path; a host without merged /usr
+# may have it without the /usr prefix) to the same path in the image, with
+# every shared library ldd reports and the dynamic loader at the paths ldd
+# reports. Fails if a binary or a library is missing.
+np::images::host_binary_args() {
+  local bin src out line lib libs=()
+  for bin in "$@"; do
+    src=${bin}
+    [[ -e "${src}" ]] || src=/${bin#/usr/}
+    [[ -f "${src}" && -x "${src}" ]] || np::die "${bin} is not on this host" \
+      "run hack/install-deps.sh as root (it installs e2fsprogs, util-linux and mount)"
+    printf '%s\n' -file "${bin}=$(readlink -f "${src}"):0755"
+    if ! out=$(ldd "${src}" 2>&1); then
+      grep -qE 'not a dynamic executable|statically linked' <<<"${out}" && continue
+      np::die "ldd ${src} failed: ${out}"
+    fi
+    grep -q 'not found' <<<"${out}" && np::die "${src} needs shared libraries that are missing:"$'\n'"${out}"
+    while read -r line; do
+      case "${line}" in
+      *'=> /'*) lib=${line#*=> } ;; # libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)
+      /*) lib=${line} ;;            # /lib64/ld-linux-x86-64.so.2 (0x...)
+      *) continue ;;                # linux-vdso.so.1, provided by the kernel
+      esac
+      libs+=("${lib%% (*}")
+    done <<<"${out}"
+  done
+  ((${#libs[@]} > 0)) || return 0
+  for lib in $(printf '%s\n' "${libs[@]}" | sort -u); do
+    printf '%s\n' -file "${lib}=$(readlink -f "${lib}")"
+  done
+}
+
+# np::images::build_mount_utilities DIR: DIR/mount-utilities.tar from
+# build/mount-utilities (image.args, host-binaries) and busybox.
+np::images::build_mount_utilities() {
+  local dir=$1 recipe=${NODEPLUG_ROOT}/build/mount-utilities out args host bb
+  out=$(np::images::host_binary_args $(grep -v '^#' "${recipe}/host-binaries")) ||
+    np::die "collecting the host binaries of the mount-utilities image failed" "see build/mount-utilities/README.md"
+  mapfile -t host <<<"${out}"
+  out=$(np::images::busybox_args) || np::die "busybox-static is missing" "apt-get install busybox-static"
+  mapfile -t bb <<<"${out}"
+  mapfile -t args < <(np::images::recipe mount-utilities)
+  # Busybox's applets (mount, fsck, blkid, ...) are links in /bin; the real
+  # tools are in /usr/sbin and /usr/bin, ahead of /bin in the image's PATH.
+  "${BIN_DIR}/mkimage" -o "${dir}/mount-utilities.tar" "${bb[@]}" "${host[@]}" "${args[@]}" ||
+    np::die "building the mount-utilities image failed" "see build/mount-utilities/README.md"
+}
+
 np::images::build() {
   local dir=${LOCAL_UP_DIR}/images
   mkdir -p "${dir}"
@@ -42,6 +92,7 @@ np::images::build() {
   mapfile -t args < <(np::images::recipe local-volume-provisioner)
   "${BIN_DIR}/mkimage" -o "${dir}/local-volume-provisioner.tar" "${args[@]}" "${bb[@]}" ||
     np::die "building the local-volume-provisioner image failed" "see build/local-volume-provisioner/README.md"
+  np::images::build_mount_utilities "${dir}"
 }
 
 # np::images::import FILE...: load docker-archive tarballs into containerd.
