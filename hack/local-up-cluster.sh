@@ -25,6 +25,7 @@ main() {
   mkdir -p "${OUT_DIR}"
   np::preflight::stale
   np::preflight::apt
+  np::preflight::fuse
   np::preflight::ports
   [[ "${SKIP_BUILD:-0}" == 1 ]] || np::build::all
   NODE_IP=$(np::cluster::node_ip)

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Checks and installs what the local cluster needs before anything starts.
 
+# e2fsprogs, util-linux and mount also provide the host tools copied into the
+# mount-utilities image (build/mount-utilities/host-binaries).
 APT_PACKAGES=(containerd runc busybox-static openssl socat conntrack iptables ethtool iproute2
-  containernetworking-plugins e2fsprogs util-linux curl)
+  containernetworking-plugins e2fsprogs util-linux mount curl)
 
 np::preflight::root() {
   [[ ${EUID} -eq 0 ]] || np::die "the local cluster needs root (mounts, cgroups, containerd)" "run it with sudo"
@@ -22,6 +24,22 @@ np::preflight::apt() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >>"${OUT_DIR}/apt.log" 2>&1 ||
     np::die "apt-get install failed for: ${missing[*]} (see ${OUT_DIR}/apt.log)" \
       "run: apt-get install ${missing[*]}"
+}
+
+# np::preflight::load_fuse makes sure /dev/fuse exists, loading the fuse
+# module if needed. The mount-utilities pod's FUSE daemon mounts through it
+# with mount(2), so no fuse3/fusermount package is needed.
+np::preflight::load_fuse() {
+  [[ -c /dev/fuse ]] && return 0
+  if command -v modprobe >/dev/null; then
+    modprobe fuse >/dev/null 2>&1 || true
+  fi
+  [[ -c /dev/fuse ]]
+}
+
+np::preflight::fuse() {
+  np::preflight::load_fuse || np::die "/dev/fuse is missing and 'modprobe fuse' did not create it" \
+    "load the fuse kernel module (modprobe fuse); in a container, pass the host's /dev/fuse in"
 }
 
 # np::preflight::ports fails if a port the cluster needs is taken, naming
