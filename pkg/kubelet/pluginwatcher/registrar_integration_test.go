@@ -1,8 +1,8 @@
-//go:build nodeplug_registrar
-
-// This test needs the root module to require github.com/nodeplug/registrar
-// with a replace directive to staging/src/github.com/nodeplug/registrar.
-// Enable it with `go test -tags nodeplug_registrar`.
+// This test runs in the unit tier (hack/test.sh): it needs no root and no
+// cluster, only a temporary directory. The root module requires
+// github.com/nodeplug/registrar and replaces it with
+// staging/src/github.com/nodeplug/registrar, so it tests the library as it
+// is in this tree.
 
 package pluginwatcher
 
