@@ -1,0 +1,185 @@
+package mountpod
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// Finder answers which container serves a plugin's utilities on this node.
+type Finder interface {
+	// Find returns the target for plugin, a *NoPodError when no pod serves
+	// it, or ErrNotSynced before the pod cache has synced.
+	Find(plugin string) (Target, error)
+	// Served returns, for every plugin that a qualifying pod serves, the
+	// chosen target.
+	Served() map[string]Target
+	// Namespace is the mount namespace.
+	Namespace() string
+}
+
+// ErrNotSynced is returned while the pod cache is filling.
+var ErrNotSynced = errors.New("the mount pod cache has not synced yet")
+
+// NoPodError says that no pod serves a plugin. Its message names the label
+// the missing pod should carry.
+type NoPodError struct {
+	Plugin, Label, Namespace, Node string
+}
+
+func (e *NoPodError) Error() string {
+	return fmt.Sprintf("no Running and Ready pod in namespace %s on node %s has label %s=%s (mount utilities of plugin %s)",
+		e.Namespace, e.Node, e.Label, LabelValue, e.Plugin)
+}
+
+const labelIndex = "mountLabel"
+
+// indexMountLabels indexes a pod under each mount label key set to "true".
+func indexMountLabels(obj any) ([]string, error) {
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		return nil, nil
+	}
+	var keys []string
+	for k, v := range pod.Labels {
+		if v != LabelValue {
+			continue
+		}
+		if _, _, err := ParseLabelKey(k); err == nil {
+			keys = append(keys, k)
+		}
+	}
+	return keys, nil
+}
+
+// InformerFinder is a Finder over an informer scoped to one namespace and
+// one node.
+type InformerFinder struct {
+	namespace, node string
+	indexer         cache.Indexer
+	synced          atomic.Pointer[cache.InformerSynced]
+}
+
+var _ Finder = &InformerFinder{}
+
+// NewFinder returns a Finder for namespace and node that answers
+// ErrNotSynced until Start.
+func NewFinder(namespace, node string) *InformerFinder {
+	return &InformerFinder{namespace: namespace, node: node}
+}
+
+// NewFinderFromIndexer returns a Finder over an existing indexer (tests,
+// benchmarks); it must have been built with Indexers().
+func NewFinderFromIndexer(namespace, node string, idx cache.Indexer) *InformerFinder {
+	f := &InformerFinder{namespace: namespace, node: node, indexer: idx}
+	always := cache.InformerSynced(func() bool { return true })
+	f.synced.Store(&always)
+	return f
+}
+
+// Indexers returns the indexers a Finder's indexer needs.
+func Indexers() cache.Indexers { return cache.Indexers{labelIndex: indexMountLabels} }
+
+// Start starts the informer with client and returns at once. Handlers, if
+// any, are told about every pod change in the namespace on this node.
+func (f *InformerFinder) Start(ctx context.Context, client kubernetes.Interface, handlers ...cache.ResourceEventHandler) error {
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 10*time.Minute,
+		informers.WithNamespace(f.namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", f.node).String()
+		}),
+		informers.WithTransform(cache.TransformFunc(dropManagedFields)))
+	inf := factory.Core().V1().Pods().Informer()
+	if err := inf.AddIndexers(Indexers()); err != nil {
+		return fmt.Errorf("mount pod informer: %w", err)
+	}
+	for _, h := range handlers {
+		if _, err := inf.AddEventHandler(h); err != nil {
+			return fmt.Errorf("mount pod informer: %w", err)
+		}
+	}
+	f.indexer = inf.GetIndexer()
+	synced := cache.InformerSynced(inf.HasSynced)
+	factory.Start(ctx.Done())
+	f.synced.Store(&synced)
+	klog.FromContext(ctx).Info("Watching mount pods", "namespace", f.namespace, "node", f.node)
+	return nil
+}
+
+// Namespace implements Finder.
+func (f *InformerFinder) Namespace() string { return f.namespace }
+
+func (f *InformerFinder) ready() bool {
+	s := f.synced.Load()
+	return s != nil && (*s)()
+}
+
+// Find implements Finder.
+func (f *InformerFinder) Find(plugin string) (Target, error) {
+	if !f.ready() {
+		return Target{}, ErrNotSynced
+	}
+	key, err := LabelKey(plugin)
+	if err != nil {
+		return Target{}, err
+	}
+	objs, err := f.indexer.ByIndex(labelIndex, key)
+	if err != nil {
+		return Target{}, fmt.Errorf("mount pod index: %w", err)
+	}
+	if pod := f.choose(objs); pod != nil {
+		return TargetFor(pod)
+	}
+	return Target{}, &NoPodError{Plugin: plugin, Label: key, Namespace: f.namespace, Node: f.node}
+}
+
+func (f *InformerFinder) choose(objs []any) *v1.Pod {
+	var ok []*v1.Pod
+	for _, o := range objs {
+		if pod, _ := o.(*v1.Pod); pod != nil && Qualifies(pod, f.namespace, f.node) {
+			ok = append(ok, pod)
+		}
+	}
+	return Choose(ok)
+}
+
+// Served implements Finder.
+func (f *InformerFinder) Served() map[string]Target {
+	out := map[string]Target{}
+	if !f.ready() {
+		return out
+	}
+	for _, key := range f.indexer.ListIndexFuncValues(labelIndex) {
+		plugin, _, err := ParseLabelKey(key)
+		if err != nil {
+			continue
+		}
+		objs, err := f.indexer.ByIndex(labelIndex, key)
+		if err != nil {
+			continue
+		}
+		if pod := f.choose(objs); pod != nil {
+			if t, err := TargetFor(pod); err == nil {
+				out[plugin] = t
+			}
+		}
+	}
+	return out
+}
+
+func dropManagedFields(obj any) (any, error) {
+	if pod, ok := obj.(*v1.Pod); ok {
+		pod.ManagedFields = nil
+	}
+	return obj, nil
+}
