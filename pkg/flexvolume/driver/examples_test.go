@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nodeplug/nodeplug/pkg/util/groupexec"
+	utiltestutil "github.com/nodeplug/nodeplug/pkg/util/testutil"
 )
 
 // exampleDriver returns the path of a driver under deploy/flexvolume/drivers.
@@ -24,18 +25,6 @@ func exampleDriver(t *testing.T, dirName, exe string) string {
 	return p
 }
 
-func requireRootMounts(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount")
-	}
-	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
-		t.Skipf("cannot mount here: %v", err)
-	}
-	_ = unix.Unmount(dir, 0)
-}
-
 func isMountPoint(dir string) bool {
 	b, _ := os.ReadFile("/proc/mounts")
 	return strings.Contains(string(b), " "+dir+" ")
@@ -43,7 +32,7 @@ func isMountPoint(dir string) bool {
 
 // TestExampleTmpfsDriver runs deploy/flexvolume/drivers/nodeplug.io~tmpfs.
 func TestExampleTmpfsDriver(t *testing.T) {
-	requireRootMounts(t)
+	utiltestutil.RequireMount(t)
 	d := New(exampleDriver(t, "nodeplug.io~tmpfs", "tmpfs"), groupexec.New(), Config{})
 	ctx := t.Context()
 	caps, err := d.Init(ctx)
@@ -69,12 +58,10 @@ func TestExampleTmpfsDriver(t *testing.T) {
 // TestExampleLoopDriver runs deploy/flexvolume/drivers/nodeplug.io~loop
 // through a whole attach, mount, unmount, detach cycle.
 func TestExampleLoopDriver(t *testing.T) {
-	requireRootMounts(t)
-	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
-		t.Skip("mkfs.ext4 missing")
-	}
+	utiltestutil.RequireMount(t)
+	utiltestutil.RequireCommand(t, "mkfs.ext4", "losetup")
 	if out, err := exec.Command("losetup", "-f").CombinedOutput(); err != nil {
-		t.Skipf("no loop devices: %v %s", err, out)
+		utiltestutil.MissingCapability(t, "no loop devices: %v %s", err, out)
 	}
 	state := t.TempDir()
 	t.Setenv("NODEPLUG_LOOP_STATE", state)

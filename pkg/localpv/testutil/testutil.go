@@ -1,6 +1,7 @@
 // Package testutil creates real mounts and loop devices for the node-side
-// tests, and removes them when the test ends. It needs root; callers skip
-// when RequireRoot says so.
+// tests, and removes them when the test ends. It needs root: a test that
+// cannot mount or attach a loop device here skips, or fails under CI=true
+// (pkg/util/testutil.MissingCapability).
 package testutil
 
 import (
@@ -12,14 +13,15 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	utiltestutil "github.com/nodeplug/nodeplug/pkg/util/testutil"
 )
 
-// RequireRoot skips the test unless it runs as root with mount rights.
+// RequireRoot skips the test (fails it under CI=true) unless it runs as
+// root.
 func RequireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount")
-	}
+	utiltestutil.RequireRoot(t)
 }
 
 // MountTmpfs creates dir and mounts a tmpfs of the given size on it.
@@ -29,7 +31,8 @@ func MountTmpfs(t *testing.T, dir string, sizeBytes int64) {
 		t.Fatal(err)
 	}
 	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size="+strconv.FormatInt(sizeBytes, 10)); err != nil {
-		t.Skipf("cannot mount tmpfs on %s: %v", dir, err)
+		utiltestutil.MissingCapability(t, "cannot mount tmpfs on %s: %v", dir, err)
+		return
 	}
 	t.Cleanup(func() {
 		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
@@ -42,9 +45,7 @@ func MountTmpfs(t *testing.T, dir string, sizeBytes int64) {
 // returns the device path.
 func LoopDevice(t *testing.T, sizeBytes int64) string {
 	t.Helper()
-	if _, err := exec.LookPath("losetup"); err != nil {
-		t.Skip("losetup not found")
-	}
+	utiltestutil.RequireCommand(t, "losetup")
 	img := filepath.Join(t.TempDir(), "disk.img")
 	f, err := os.Create(img)
 	if err != nil {
@@ -56,7 +57,8 @@ func LoopDevice(t *testing.T, sizeBytes int64) string {
 	_ = f.Close()
 	out, err := exec.Command("losetup", "--find", "--show", img).CombinedOutput()
 	if err != nil {
-		t.Skipf("cannot attach loop device: %v: %s", err, out)
+		utiltestutil.MissingCapability(t, "cannot attach loop device: %v: %s", err, out)
+		return ""
 	}
 	dev := strings.TrimSpace(string(out))
 	t.Cleanup(func() {
