@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nodeplug/nodeplug/pkg/util/testutil"
 )
 
 const busybox = "/bin/busybox"
@@ -37,10 +39,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	if _, err := os.Stat(busybox); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true: %s is missing (apt-get install busybox-static)", busybox)
-		}
-		t.Skipf("%s is missing (apt-get install busybox-static)", busybox)
+		testutil.MissingCapability(t, "needs %s (apt-get install busybox-static): %v", busybox, err)
 	}
 	dir := t.TempDir()
 	e := &env{bin: filepath.Join(dir, "bin"), logDir: filepath.Join(dir, "log"), stateDir: filepath.Join(dir, "state"), timeout: "10"}
@@ -204,18 +203,11 @@ func isMounted(t *testing.T, dir string) (string, bool) {
 // the driver's mount and unmount as the kubelet would (needs root and
 // /dev/fuse; under CI=true their absence fails the test).
 func TestMountAndUnmountWithRealDaemon(t *testing.T) {
-	var reason string
-	if os.Geteuid() != 0 {
-		reason = "needs root to mount"
-	} else if st, err := os.Stat("/dev/fuse"); err != nil || st.Mode()&os.ModeCharDevice == 0 {
-		reason = "needs /dev/fuse (modprobe fuse)"
+	testutil.RequireMount(t)
+	if st, err := os.Stat("/dev/fuse"); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		testutil.MissingCapability(t, "needs /dev/fuse (modprobe fuse): %v", err)
 	}
-	if reason != "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true: %s", reason)
-		}
-		t.Skip(reason)
-	}
+	testutil.RequireCommand(t, "go")
 	e := newEnv(t)
 	build := exec.Command("go", "build", "-o", filepath.Join(e.bin, "nodeplug-fuse-loopback"), "../fuse-loopback")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nodeplug/nodeplug/pkg/util/testutil"
 )
 
 // daemonEnv makes the test binary run main() instead of the tests, so the
@@ -25,22 +27,14 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// requireFUSE skips without root or /dev/fuse, and fails instead under CI.
+// requireFUSE skips without root, mount(2) or /dev/fuse, and fails
+// instead under CI=true.
 func requireFUSE(t *testing.T) {
 	t.Helper()
-	var reason string
-	if os.Geteuid() != 0 {
-		reason = "needs root to mount"
-	} else if st, err := os.Stat("/dev/fuse"); err != nil || st.Mode()&os.ModeCharDevice == 0 {
-		reason = "needs /dev/fuse (modprobe fuse)"
+	testutil.RequireMount(t)
+	if st, err := os.Stat("/dev/fuse"); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		testutil.MissingCapability(t, "needs /dev/fuse (modprobe fuse): %v", err)
 	}
-	if reason == "" {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI=true: %s", reason)
-	}
-	t.Skip(reason)
 }
 
 // mountInfo returns the type and source of the mount at dir, if any.
