@@ -114,9 +114,10 @@ func (p *pluginExec) LookPath(file string) (string, error) {
 // ForFlexDrivers returns the runner of flexvolume drivers. A driver
 // executable <dir>/<vendor>~<driver>/<driver> runs in the pod that serves
 // driver <vendor>/<driver>, at the same place under
-// mountpod.FlexDriverDir, whatever dir is. Without such a pod it runs on
-// the host, except under podDriverDirs (the placeholders of drivers that
-// only pods have), where it fails as a missing executable does.
+// mountpod.FlexDriverDir, whatever dir is. Without such a pod (or before
+// the pod cache has synced) it runs on the host, except under
+// podDriverDirs (the placeholders of drivers that only pods have), where it
+// fails as a missing executable does.
 func (r *Router) ForFlexDrivers(podDriverDirs ...string) utilexec.Interface {
 	return &flexExec{r: r, podDirs: podDriverDirs}
 }
@@ -139,13 +140,16 @@ func (f *flexExec) CommandContext(ctx context.Context, execPath string, args ...
 		return f.r.podCommand(ctx, drv, t, append([]string{inPod}, args...))
 	}
 	var noPod *mountpod.NoPodError
+	podsOnly := f.servedByPodsOnly(execPath)
 	switch {
-	case !errors.As(err, &noPod):
-		return errCmd{fmt.Errorf("running flexvolume driver %s: %w", drv, err)}
-	case f.servedByPodsOnly(execPath):
+	case errors.As(err, &noPod) && podsOnly:
 		return errCmd{fmt.Errorf("flexvolume driver %s is served by mount pods only, and %v: %w", drv, noPod, fs.ErrNotExist)}
+	case errors.As(err, &noPod), errors.Is(err, mountpod.ErrNotSynced) && !podsOnly:
+		// A driver installed on the host runs there until a pod serves it,
+		// also while the pod cache fills after a restart.
+		return f.r.hostCommand(ctx, drv, execPath, args)
 	}
-	return f.r.hostCommand(ctx, drv, execPath, args)
+	return errCmd{fmt.Errorf("running flexvolume driver %s: %w", drv, err)}
 }
 
 func (f *flexExec) servedByPodsOnly(execPath string) bool {

@@ -146,23 +146,34 @@ func TestForFlexDrivers(t *testing.T) {
 		execPath string
 		want     string
 		notExist bool
+		unsynced bool
+		wantErr  error
 	}{
-		"host dir, pod serves":       {execPath: "/flex/nodeplug.io~fuse/fuse", want: "mp:" + mountpod.FlexDriverDir + "/nodeplug.io~fuse/fuse mount /dir {}"},
-		"pod-only dir, pod serves":   {execPath: "/root/pod-drivers/nodeplug.io~fuse/fuse", want: "mp:" + mountpod.FlexDriverDir + "/nodeplug.io~fuse/fuse mount /dir {}"},
-		"host dir, no pod":           {execPath: "/flex/acme~lvm/lvm", want: "host:/flex/acme~lvm/lvm mount /dir {}"},
-		"pod-only dir, pod gone":     {execPath: "/root/pod-drivers/acme~lvm/lvm", notExist: true},
-		"no vendor, no pod, on host": {execPath: "/flex/lvm/lvm", want: "host:/flex/lvm/lvm mount /dir {}"},
+		"host dir, cache not synced: host": {execPath: "/flex/nodeplug.io~fuse/fuse", unsynced: true, want: "host:/flex/nodeplug.io~fuse/fuse mount /dir {}"},
+		"pod-only dir, cache not synced":   {execPath: "/root/pod-drivers/nodeplug.io~fuse/fuse", unsynced: true, wantErr: mountpod.ErrNotSynced},
+		"host dir, pod serves":             {execPath: "/flex/nodeplug.io~fuse/fuse", want: "mp:" + mountpod.FlexDriverDir + "/nodeplug.io~fuse/fuse mount /dir {}"},
+		"pod-only dir, pod serves":         {execPath: "/root/pod-drivers/nodeplug.io~fuse/fuse", want: "mp:" + mountpod.FlexDriverDir + "/nodeplug.io~fuse/fuse mount /dir {}"},
+		"host dir, no pod":                 {execPath: "/flex/acme~lvm/lvm", want: "host:/flex/acme~lvm/lvm mount /dir {}"},
+		"pod-only dir, pod gone":           {execPath: "/root/pod-drivers/acme~lvm/lvm", notExist: true},
+		"no vendor, no pod, on host":       {execPath: "/flex/lvm/lvm", want: "host:/flex/lvm/lvm mount /dir {}"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			var ran []string
 			pods := &fakePods{}
+			finder := finder
+			if tc.unsynced {
+				finder = &fakeFinder{err: mountpod.ErrNotSynced}
+			}
 			r := NewRouter(finder, pods, hostExec(&ran), Options{})
 			_, err := r.ForFlexDrivers("/root/pod-drivers").CommandContext(context.Background(), tc.execPath, "mount", "/dir", "{}").CombinedOutput()
 			ran = append(ran, pods.calls...)
 			if tc.notExist {
-				if !errors.Is(err, fs.ErrNotExist) || len(ran) != 0 {
-					t.Fatalf("ran %v, err %v; want fs.ErrNotExist", ran, err)
+				tc.wantErr = fs.ErrNotExist
+			}
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) || len(ran) != 0 {
+					t.Fatalf("ran %v, err %v; want %v", ran, err, tc.wantErr)
 				}
 				return
 			}

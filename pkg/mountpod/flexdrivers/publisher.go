@@ -1,0 +1,148 @@
+package flexdrivers
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/nodeplug/nodeplug/pkg/flexvolume/driver"
+	"github.com/nodeplug/nodeplug/pkg/mountpod"
+)
+
+// Publisher keeps a directory in step with the drivers mount pods serve.
+type Publisher struct {
+	dir    string
+	finder mountpod.Finder
+	kick   chan struct{}
+}
+
+// New returns a Publisher for dir.
+func New(dir string, finder mountpod.Finder) *Publisher {
+	return &Publisher{dir: dir, finder: finder, kick: make(chan struct{}, 1)}
+}
+
+// Reset empties dir and creates it: run before the prober starts, so that
+// placeholders from an earlier run are not initialised before the pod cache
+// can say who serves them.
+func (p *Publisher) Reset() error {
+	if err := os.RemoveAll(p.dir); err != nil {
+		return fmt.Errorf("clearing %s: %w", p.dir, err)
+	}
+	if err := os.MkdirAll(p.dir, 0o750); err != nil {
+		return fmt.Errorf("creating %s: %w", p.dir, err)
+	}
+	return nil
+}
+
+// Handler returns an informer handler that asks for a Sync on any change.
+func (p *Publisher) Handler() cache.ResourceEventHandler {
+	kick := func(any) { p.Kick() }
+	return cache.ResourceEventHandlerFuncs{AddFunc: kick, UpdateFunc: func(_, n any) { kick(n) }, DeleteFunc: kick}
+}
+
+// Kick asks Run for a Sync; it never blocks.
+func (p *Publisher) Kick() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run syncs on every kick until ctx ends. Failed syncs are logged and
+// retried at the next kick.
+func (p *Publisher) Run(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.kick:
+		}
+		if err := p.Sync(ctx); err != nil {
+			logger.Error(err, "Publishing flexvolume drivers of mount pods failed", "dir", p.dir)
+		}
+	}
+}
+
+// Sync makes dir hold exactly one placeholder per served flex driver.
+func (p *Publisher) Sync(ctx context.Context) error {
+	want := p.desired(ctx)
+	have, err := os.ReadDir(p.dir)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", p.dir, err)
+	}
+	var errs []error
+	for _, e := range have {
+		if _, ok := want[e.Name()]; ok || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		klog.FromContext(ctx).Info("Flexvolume driver no longer served by a mount pod", "dirName", e.Name())
+		if err := os.RemoveAll(filepath.Join(p.dir, e.Name())); err != nil {
+			errs = append(errs, fmt.Errorf("removing %s: %w", e.Name(), err))
+		}
+	}
+	for dirName, pl := range want {
+		if err := p.write(ctx, dirName, pl); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+type placeholder struct {
+	exe     string
+	content []byte
+}
+
+// desired returns the placeholders by driver directory name.
+func (p *Publisher) desired(ctx context.Context) map[string]placeholder {
+	out := map[string]placeholder{}
+	for plugin, t := range p.finder.Served() {
+		if strings.HasPrefix(plugin, "kubernetes.io/") {
+			continue
+		}
+		d, err := driver.ParseDirName(strings.Replace(plugin, "/", "~", 1))
+		if err != nil {
+			klog.FromContext(ctx).Info("Mount pod label names an invalid flexvolume driver", "driver", plugin, "pod", t.String(), "err", err)
+			continue
+		}
+		out[d.String()] = placeholder{exe: d.Executable(), content: render(plugin, t)}
+	}
+	return out
+}
+
+// render returns the placeholder script. It names the serving pod, so a
+// new pod (a new version) changes the file and the prober runs init again.
+func render(plugin string, t mountpod.Target) []byte {
+	msg := fmt.Sprintf("flexvolume driver %s is served by mount pod %s/%s; only the kubelet runs it, in that pod", plugin, t.Namespace, t.Name)
+	return fmt.Appendf(nil, "#!/bin/sh\n# nodeplug placeholder: driver %s, pod %s/%s, uid %s, container %s.\n"+
+		"echo '{\"status\":\"Failure\",\"message\":\"%s\"}'\nexit 1\n", plugin, t.Namespace, t.Name, t.UID, t.Container, msg)
+}
+
+// write puts a placeholder in place atomically, if it differs.
+func (p *Publisher) write(ctx context.Context, dirName string, pl placeholder) error {
+	dir := filepath.Join(p.dir, dirName)
+	final := filepath.Join(dir, pl.exe)
+	if cur, err := os.ReadFile(final); err == nil && bytes.Equal(cur, pl.content) {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	tmp := filepath.Join(dir, "."+pl.exe+".tmp")
+	if err := os.WriteFile(tmp, pl.content, 0o750); err != nil {
+		return fmt.Errorf("writing %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return fmt.Errorf("publishing %s: %w", final, err)
+	}
+	klog.FromContext(ctx).Info("Flexvolume driver served by a mount pod", "dirName", dirName, "path", final)
+	return nil
+}

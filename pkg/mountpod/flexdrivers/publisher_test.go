@@ -1,0 +1,128 @@
+package flexdrivers
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodeplug/nodeplug/pkg/mountpod"
+)
+
+type finder map[string]mountpod.Target
+
+func (f finder) Find(string) (mountpod.Target, error) { return mountpod.Target{}, nil }
+func (f finder) Served() map[string]mountpod.Target   { return f }
+func (f finder) Namespace() string                    { return "kube-mount" }
+
+func pod(uid string) mountpod.Target {
+	return mountpod.Target{Namespace: "kube-mount", Name: "mp-" + uid, UID: types.UID("uid-" + uid), Container: "utilities"}
+}
+
+func listDir(t *testing.T, dir string) []string {
+	var out []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, rel)
+		}
+		return nil
+	})
+	slices.Sort(out)
+	return out
+}
+
+func TestSync(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "pod-drivers")
+	served := finder{}
+	p := New(dir, served)
+	if err := p.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name      string
+		set       func()
+		want      []string
+		rewritten string // file expected to change
+		unchanged string // file expected to keep its inode
+	}{
+		{name: "nothing served", set: func() {}, want: nil},
+		{name: "flex driver served, in-tree ignored", set: func() {
+			served["nodeplug.io/fuse"] = pod("a")
+			served["kubernetes.io/local-volume"] = pod("a")
+		}, want: []string{"nodeplug.io~fuse/fuse"}},
+		{name: "driver without vendor, invalid name skipped", set: func() {
+			served["lvm"] = pod("a")
+			served["Bad_Vendor/x"] = pod("a")
+		}, want: []string{"lvm/lvm", "nodeplug.io~fuse/fuse"}},
+		{name: "same pod: no rewrite", set: func() {}, want: []string{"lvm/lvm", "nodeplug.io~fuse/fuse"}, unchanged: "nodeplug.io~fuse/fuse"},
+		{name: "new serving pod: rewrite", set: func() { served["nodeplug.io/fuse"] = pod("b") },
+			want: []string{"lvm/lvm", "nodeplug.io~fuse/fuse"}, rewritten: "nodeplug.io~fuse/fuse"},
+		{name: "pod gone: removed", set: func() { delete(served, "lvm") }, want: []string{"nodeplug.io~fuse/fuse"}},
+	}
+	inode := map[string]uint64{}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			s.set()
+			if err := p.Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := listDir(t, dir); !slices.Equal(got, s.want) {
+				t.Fatalf("dir holds %v, want %v", got, s.want)
+			}
+			for _, f := range []string{s.unchanged, s.rewritten} {
+				if f == "" {
+					continue
+				}
+				fi, _ := os.Stat(filepath.Join(dir, f))
+				ino := inodeOf(fi)
+				if f == s.unchanged && ino != inode[f] {
+					t.Fatalf("%s was rewritten", f)
+				}
+				if f == s.rewritten && ino == inode[f] {
+					t.Fatalf("%s was not rewritten", f)
+				}
+			}
+			for _, f := range s.want {
+				fi, err := os.Stat(filepath.Join(dir, f))
+				if err != nil || fi.Mode()&0o100 == 0 {
+					t.Fatalf("%s: %v, mode %v", f, err, fi.Mode())
+				}
+				inode[f] = inodeOf(fi)
+			}
+		})
+	}
+	body, _ := os.ReadFile(filepath.Join(dir, "nodeplug.io~fuse/fuse"))
+	if !strings.Contains(string(body), "uid-b") || !strings.Contains(string(body), `"status":"Failure"`) {
+		t.Fatalf("placeholder:\n%s", body)
+	}
+}
+
+// TestResetClearsStale: placeholders of an earlier run are gone after
+// Reset, so the prober never inits them before the pod cache is synced.
+func TestResetClearsStale(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "old~drv"), 0o750)
+	os.WriteFile(filepath.Join(dir, "old~drv", "drv"), []byte("x"), 0o750)
+	if err := New(dir, finder{}).Reset(); err != nil {
+		t.Fatal(err)
+	}
+	if got := listDir(t, dir); len(got) != 0 {
+		t.Fatalf("left %v", got)
+	}
+}
+
+func TestKickNeverBlocks(t *testing.T) {
+	p := New(t.TempDir(), finder{})
+	for range 10 {
+		p.Kick()
+	}
+	if len(p.kick) != 1 {
+		t.Fatalf("%d kicks queued", len(p.kick))
+	}
+}
