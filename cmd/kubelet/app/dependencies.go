@@ -16,7 +16,8 @@ import (
 // embedded upstream kubelet runs with. It is called after upstream's
 // UnsecuredDependencies and before upstream's Run; the fields it may replace
 // are DynamicPluginProber, Mounter/HostUtil/Subpather, VolumePlugins and
-// Options. With no nodeplug flag set it changes nothing.
+// Options. --experimental-mount-namespace replaces Mounter, the local
+// plugin in VolumePlugins and the flexvolume prober. With no nodeplug flag set it changes nothing.
 //
 // Work that needs the running kubelet (its event recorder, its initialised
 // CSI volume plugin) is appended to deps.Options: upstream's NewMainKubelet
@@ -29,13 +30,20 @@ func CustomizeDependencies(ctx context.Context, s *options.KubeletServer, deps *
 	logger := klog.FromContext(ctx)
 	logger.Info("Nodeplug features enabled",
 		"flexVolumeDiscovery", np.FlexVolumeDiscovery,
-		"pluginRegistrationDir", np.PluginRegistrationDir)
+		"pluginRegistrationDir", np.PluginRegistrationDir,
+		"mountNamespace", np.MountNamespace)
 	node, err := newNodeRef(s)
 	if err != nil {
 		return err
 	}
-	if np.FlexVolumeDiscovery {
-		if err := useFlexVolumeDiscovery(ctx, s, deps, node); err != nil {
+	var mp *mountPods
+	if np.MountNamespace != "" {
+		if mp, err = useMountPods(ctx, s, deps, np.MountNamespace, node); err != nil {
+			return err
+		}
+	}
+	if np.FlexVolumeDiscovery || mp != nil {
+		if err := useFlexVolumeDiscovery(ctx, s, deps, node, mp); err != nil {
 			return err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 	cliflag "k8s.io/component-base/cli/flag"
 )
 
@@ -22,6 +23,9 @@ type NodeplugOptions struct {
 	// PluginNamePolicy says what happens when a socket's file name does not
 	// carry the name the plugin claims: Warn or Reject.
 	PluginNamePolicy string
+	// MountNamespace is the namespace of the mount pods that run volume
+	// utilities (mount utilities in pods). Empty means off.
+	MountNamespace string
 }
 
 // NewNodeplugOptions returns the defaults: every feature off.
@@ -38,6 +42,11 @@ func (o *NodeplugOptions) AddFlags(fs *pflag.FlagSet) {
 			"Must not be <root-dir>/plugins_registry, which upstream's plugin manager keeps watching.")
 	fs.StringVar(&o.PluginNamePolicy, "experimental-plugin-name-policy", o.PluginNamePolicy,
 		"What nodeplug's plugin watcher does when a socket's file name does not carry the plugin's name: Warn or Reject.")
+	fs.StringVar(&o.MountNamespace, "experimental-mount-namespace", o.MountNamespace,
+		"Namespace (use kube-mount) of the pods that run volume utilities: mount, mkfs, fsck, blkid and flexvolume drivers run "+
+			"in a Running, Ready pod on this node labelled mount.kubernetes.io/<plugin>=true (or "+
+			"flexvolume.mount.kubernetes.io/<escaped driver>=true) instead of on the host. Empty disables it. "+
+			"Implies nodeplug's flexvolume discovery.")
 }
 
 // NamedFlagSet returns nodeplug's flags as their own section of --help.
@@ -50,6 +59,11 @@ func (o *NodeplugOptions) NamedFlagSet() *pflag.FlagSet {
 
 // Validate checks the options against the kubelet's root dir.
 func (o *NodeplugOptions) Validate(rootDir string) error {
+	if o.MountNamespace != "" {
+		if errs := validation.IsDNS1123Label(o.MountNamespace); len(errs) > 0 {
+			return fmt.Errorf("--experimental-mount-namespace: %q is not a namespace name: %s", o.MountNamespace, strings.Join(errs, "; "))
+		}
+	}
 	switch o.PluginNamePolicy {
 	case "Warn", "Reject":
 	default:
@@ -99,5 +113,5 @@ func overlaps(a, b string) bool {
 
 // Enabled reports whether any nodeplug feature is switched on.
 func (o *NodeplugOptions) Enabled() bool {
-	return o.FlexVolumeDiscovery || o.PluginRegistrationDir != ""
+	return o.FlexVolumeDiscovery || o.PluginRegistrationDir != "" || o.MountNamespace != ""
 }

@@ -80,6 +80,7 @@ func TestCommandErrors(t *testing.T) {
 		"unknown upstream flag":            {[]string{"--no-such-flag"}, "unknown flag: --no-such-flag"},
 		"positional argument":              {[]string{"run"}, `unknown command "run"`},
 		"bad name policy":                  {[]string{"--experimental-plugin-name-policy=Ignore"}, `"Ignore" is not one of Warn, Reject`},
+		"bad mount namespace":              {[]string{"--experimental-mount-namespace=a/b"}, `"a/b" is not a namespace name`},
 		"missing config file":              {[]string{"--config=/nonexistent/kubelet.yaml"}, "/nonexistent/kubelet.yaml"},
 	}
 	for name, tc := range cases {
@@ -110,6 +111,8 @@ func TestNodeplugOptionsValidate(t *testing.T) {
 		"sibling with same prefix":  {opts: NodeplugOptions{PluginNamePolicy: "Warn", PluginRegistrationDir: "/var/lib/kubelet/plugins_registry_nodeplug"}},
 		"relative registration dir": {opts: NodeplugOptions{PluginNamePolicy: "Warn", PluginRegistrationDir: "registry"}, wantErr: "not an absolute path"},
 		"empty policy":              {opts: NodeplugOptions{}, wantErr: "not one of Warn, Reject"},
+		"mount namespace":           {opts: NodeplugOptions{PluginNamePolicy: "Warn", MountNamespace: "kube-mount"}},
+		"bad mount namespace":       {opts: NodeplugOptions{PluginNamePolicy: "Warn", MountNamespace: "Kube_Mount"}, wantErr: "--experimental-mount-namespace"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -1,0 +1,93 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/cmd/kubelet/app/options"
+	"k8s.io/kubernetes/pkg/kubelet"
+	"k8s.io/kubernetes/pkg/volume/util/hostutil"
+
+	"github.com/nodeplug/nodeplug/pkg/mountpod"
+	"github.com/nodeplug/nodeplug/pkg/mountpod/flexdrivers"
+	"github.com/nodeplug/nodeplug/pkg/util/groupexec"
+	"github.com/nodeplug/nodeplug/pkg/volume/local"
+	volexec "github.com/nodeplug/nodeplug/pkg/volume/util/exec"
+	"github.com/nodeplug/nodeplug/pkg/volume/util/podmount"
+)
+
+// podDriverDirName is the directory under --root-dir where the flexvolume
+// drivers that mount pods serve are published (pkg/mountpod/flexdrivers).
+const podDriverDirName = "mount-pod-drivers"
+
+// mountPods is the wiring of --experimental-mount-namespace.
+type mountPods struct {
+	finder    *mountpod.InformerFinder
+	router    *volexec.Router
+	driverDir string
+}
+
+// useMountPods routes volume utilities into mount pods in namespace ns:
+// mount/umount through a wrapping Mounter, the local plugin's mkfs, fsck and
+// blkid through a wrapped plugin, flexvolume drivers through the runner the
+// flex prober is given (see useFlexVolumeDiscovery). The pod informer starts
+// once upstream has built the kubelet's API client.
+func useMountPods(ctx context.Context, s *options.KubeletServer, deps *kubelet.Dependencies, ns string, node *v1.ObjectReference) (*mountPods, error) {
+	root, err := filepath.Abs(s.RootDirectory)
+	if err != nil {
+		return nil, fmt.Errorf("--root-dir %q: %w", s.RootDirectory, err)
+	}
+	if err := ensureSharedRoot(root); err != nil {
+		return nil, err
+	}
+	cri, err := volexec.NewCRIExecutor(s.ContainerRuntimeEndpoint, 0)
+	if err != nil {
+		return nil, fmt.Errorf("--experimental-mount-namespace: %w", err)
+	}
+	mp := &mountPods{finder: mountpod.NewFinder(ns, node.Name), driverDir: filepath.Join(root, podDriverDirName)}
+	mp.router = volexec.NewRouter(mp.finder, cri, groupexec.New(), volexec.Options{})
+	deps.Mounter = podmount.New(ctx, deps.Mounter, root, mp.finder, mp.router)
+	if deps.VolumePlugins, err = local.Wrap(deps.VolumePlugins, mp.router.ForPlugin(local.PluginName)); err != nil {
+		return nil, fmt.Errorf("--experimental-mount-namespace: %w", err)
+	}
+	pub := flexdrivers.New(mp.driverDir, mp.finder)
+	if err := pub.Reset(); err != nil {
+		return nil, fmt.Errorf("--experimental-mount-namespace: %w", err)
+	}
+	deps.Options = append(deps.Options, func(*kubelet.Kubelet) {
+		logger := klog.FromContext(ctx)
+		if deps.KubeClient == nil {
+			logger.Error(nil, "Mount pods are not used: the kubelet has no API server client (standalone mode)", "namespace", ns)
+			return
+		}
+		if err := mp.finder.Start(ctx, deps.KubeClient, pub.Handler()); err != nil {
+			logger.Error(err, "Mount pods are not used", "namespace", ns)
+			return
+		}
+		go pub.Run(ctx)
+	})
+	klog.FromContext(ctx).Info("Nodeplug mount utilities in pods enabled", "namespace", ns, "node", node.Name,
+		"runtimeEndpoint", s.ContainerRuntimeEndpoint, "podDriverDir", mp.driverDir)
+	return mp, nil
+}
+
+// ensureSharedRoot puts root on a shared mount (bind mount and
+// make-rshared when it is not), so that mounts made in mount pods reach the
+// host and the pods that use them. Upstream's kubelet does the same later
+// in its start-up; doing it here fails before anything else starts, with
+// the commands that fix it.
+func ensureSharedRoot(root string) error {
+	if err := os.MkdirAll(root, 0o750); err != nil {
+		return fmt.Errorf("--experimental-mount-namespace: creating the kubelet root dir %s: %w", root, err)
+	}
+	if err := hostutil.NewHostUtil().MakeRShared(root); err != nil {
+		return fmt.Errorf("--experimental-mount-namespace needs the kubelet root dir %s on a shared mount, and making it one failed: %w; "+
+			"run 'mount --bind %s %s && mount --make-rshared %s' on the host (or start the kubelet where it may mount)",
+			root, err, root, root, root)
+	}
+	return nil
+}
