@@ -21,8 +21,8 @@ type Finder interface {
 	// Find returns the target for plugin, a *NoPodError when no pod serves
 	// it, or ErrNotSynced before the pod cache has synced.
 	Find(plugin string) (Target, error)
-	// Served returns, for every plugin that a qualifying pod serves, the
-	// chosen target.
+	// Served returns, for every plugin that a running pod on the node
+	// serves (Ready or not, see Runs), the chosen target.
 	Served() map[string]Target
 	// Namespace is the mount namespace.
 	Namespace() string
@@ -116,6 +116,21 @@ func (f *InformerFinder) Start(ctx context.Context, client kubernetes.Interface,
 	return nil
 }
 
+// WaitForSync waits until the pod cache has synced or ctx ends, and
+// reports whether it synced.
+func (f *InformerFinder) WaitForSync(ctx context.Context) bool {
+	for {
+		if f.ready() {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // Namespace implements Finder.
 func (f *InformerFinder) Namespace() string { return f.namespace }
 
@@ -137,16 +152,16 @@ func (f *InformerFinder) Find(plugin string) (Target, error) {
 	if err != nil {
 		return Target{}, fmt.Errorf("mount pod index: %w", err)
 	}
-	if pod := f.choose(objs); pod != nil {
+	if pod := f.choose(objs, Qualifies); pod != nil {
 		return TargetFor(pod)
 	}
 	return Target{}, &NoPodError{Plugin: plugin, Label: key, Namespace: f.namespace, Node: f.node}
 }
 
-func (f *InformerFinder) choose(objs []any) *v1.Pod {
+func (f *InformerFinder) choose(objs []any, accept func(pod *v1.Pod, namespace, node string) bool) *v1.Pod {
 	var ok []*v1.Pod
 	for _, o := range objs {
-		if pod, _ := o.(*v1.Pod); pod != nil && Qualifies(pod, f.namespace, f.node) {
+		if pod, _ := o.(*v1.Pod); pod != nil && accept(pod, f.namespace, f.node) {
 			ok = append(ok, pod)
 		}
 	}
@@ -168,7 +183,7 @@ func (f *InformerFinder) Served() map[string]Target {
 		if err != nil {
 			continue
 		}
-		if pod := f.choose(objs); pod != nil {
+		if pod := f.choose(objs, Runs); pod != nil {
 			if t, err := TargetFor(pod); err == nil {
 				out[plugin] = t
 			}

@@ -116,10 +116,12 @@ func TestServed(t *testing.T) {
 	f := finderWith(t,
 		mountPod("a", label("flexvolume.mount.kubernetes.io/nodeplug.io_2ffuse", "true")),
 		mountPod("b", onNode("other"), label("flexvolume.mount.kubernetes.io/x", "true")),
-		mountPod("c", label("flexvolume.mount.kubernetes.io/bad_zz", "true")))
+		mountPod("c", label("flexvolume.mount.kubernetes.io/bad_zz", "true")),
+		mountPod("d", notReady(), label("flexvolume.mount.kubernetes.io/lvm", "true")),
+		mountPod("e", deleting(), label("flexvolume.mount.kubernetes.io/gone", "true")))
 	got := f.Served()
-	if len(got) != 2 || got["nodeplug.io/fuse"].Name != "a" || got[local].Name != "a" {
-		t.Fatalf("Served() = %+v", got)
+	if len(got) != 3 || got["nodeplug.io/fuse"].Name != "a" || got[local].Name != "a" || got["lvm"].Name != "d" {
+		t.Fatalf("Served() = %+v; want fuse and local from a, lvm from the running, not Ready d, nothing from e", got)
 	}
 }
 

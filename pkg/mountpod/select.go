@@ -25,8 +25,7 @@ func (t Target) String() string { return t.Namespace + "/" + t.Name + "/" + t.Co
 // namespace: it is there, Running, Ready and not being deleted. The label is
 // checked by the caller.
 func Qualifies(pod *v1.Pod, namespace, node string) bool {
-	if pod.Namespace != namespace || pod.Spec.NodeName != node || pod.DeletionTimestamp != nil ||
-		pod.Status.Phase != v1.PodRunning {
+	if !Runs(pod, namespace, node) {
 		return false
 	}
 	for _, c := range pod.Status.Conditions {
@@ -35,6 +34,15 @@ func Qualifies(pod *v1.Pod, namespace, node string) bool {
 		}
 	}
 	return false
+}
+
+// Runs reports whether pod is in namespace on node, Running and not being
+// deleted, Ready or not. A pod that runs keeps the flexvolume drivers it
+// serves loaded: its readiness drops for a moment when the kubelet restarts
+// (until the first readiness probe), which must not unload them.
+func Runs(pod *v1.Pod, namespace, node string) bool {
+	return pod.Namespace == namespace && pod.Spec.NodeName == node && pod.DeletionTimestamp == nil &&
+		pod.Status.Phase == v1.PodRunning
 }
 
 // Choose returns the pod that serves, of several qualifying ones: the oldest

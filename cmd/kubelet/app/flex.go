@@ -43,6 +43,9 @@ func useFlexVolumeDiscovery(ctx context.Context, s *options.KubeletServer, deps 
 		}
 		probers = append(probers, p)
 		views = append(views, p.NewConsumerView())
+		if mp != nil && dir == mp.driverDir {
+			mp.podProber = p
+		}
 	}
 	deps.DynamicPluginProber = npflex.NewMultiView(views...)
 	deps.Options = append(deps.Options, func(*kubelet.Kubelet) {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -15,6 +17,7 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/mountpod"
 	"github.com/nodeplug/nodeplug/pkg/mountpod/flexdrivers"
 	"github.com/nodeplug/nodeplug/pkg/util/groupexec"
+	npflex "github.com/nodeplug/nodeplug/pkg/volume/flexvolume"
 	"github.com/nodeplug/nodeplug/pkg/volume/local"
 	volexec "github.com/nodeplug/nodeplug/pkg/volume/util/exec"
 	"github.com/nodeplug/nodeplug/pkg/volume/util/podmount"
@@ -29,7 +32,14 @@ type mountPods struct {
 	finder    *mountpod.InformerFinder
 	router    *volexec.Router
 	driverDir string
+	// podProber loads the drivers published in driverDir; set by
+	// useFlexVolumeDiscovery.
+	podProber *npflex.Prober
 }
+
+// startupLoadTimeout bounds how long the kubelet's start waits for the pod
+// cache and the drivers that mount pods serve.
+const startupLoadTimeout = 15 * time.Second
 
 // useMountPods routes volume utilities into mount pods in namespace ns:
 // mount/umount through a wrapping Mounter, the local plugin's mkfs, fsck and
@@ -68,11 +78,47 @@ func useMountPods(ctx context.Context, s *options.KubeletServer, deps *kubelet.D
 			logger.Error(err, "Mount pods are not used", "namespace", ns)
 			return
 		}
+		mp.loadServedDrivers(ctx, pub)
 		go pub.Run(ctx)
 	})
 	klog.FromContext(ctx).Info("Nodeplug mount utilities in pods enabled", "namespace", ns, "node", node.Name,
 		"runtimeEndpoint", s.ContainerRuntimeEndpoint, "podDriverDir", mp.driverDir)
 	return mp, nil
+}
+
+// loadServedDrivers publishes the drivers that mount pods serve and waits
+// until the flex prober has loaded them, for at most startupLoadTimeout. It
+// runs before the kubelet's volume manager starts, so that volumes of
+// pod-served drivers that were mounted before a kubelet restart are
+// reconstructed instead of being reported as having no plugin.
+func (mp *mountPods) loadServedDrivers(ctx context.Context, pub *flexdrivers.Publisher) {
+	logger := klog.FromContext(ctx)
+	ctx, cancel := context.WithTimeout(ctx, startupLoadTimeout)
+	defer cancel()
+	if !mp.finder.WaitForSync(ctx) {
+		logger.Info("Mount pod cache not synced at start-up; pod-served flexvolume drivers load when it is", "timeout", startupLoadTimeout)
+		return
+	}
+	served, err := pub.Sync(ctx)
+	if err != nil {
+		logger.Error(err, "Publishing flexvolume drivers of mount pods failed")
+	}
+	if mp.podProber == nil || len(served) == 0 {
+		return
+	}
+	for snap := mp.podProber.Library().Snapshot(); ; snap = mp.podProber.Library().Snapshot() {
+		missing := slices.DeleteFunc(slices.Clone(served), func(name string) bool { return snap.Entries[name] != nil })
+		if len(missing) == 0 {
+			logger.Info("Flexvolume drivers of mount pods loaded", "drivers", served)
+			return
+		}
+		select {
+		case <-snap.Changed():
+		case <-ctx.Done():
+			logger.Info("Flexvolume drivers of mount pods not loaded yet at start-up", "missing", missing)
+			return
+		}
+	}
 }
 
 // ensureSharedRoot puts root on a shared mount (bind mount and

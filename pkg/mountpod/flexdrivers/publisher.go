@@ -65,18 +65,19 @@ func (p *Publisher) Run(ctx context.Context) {
 			return
 		case <-p.kick:
 		}
-		if err := p.Sync(ctx); err != nil {
+		if _, err := p.Sync(ctx); err != nil {
 			logger.Error(err, "Publishing flexvolume drivers of mount pods failed", "dir", p.dir)
 		}
 	}
 }
 
-// Sync makes dir hold exactly one placeholder per served flex driver.
-func (p *Publisher) Sync(ctx context.Context) error {
+// Sync makes dir hold exactly one placeholder per served flex driver, and
+// returns the names of the drivers served.
+func (p *Publisher) Sync(ctx context.Context) ([]string, error) {
 	want := p.desired(ctx)
 	have, err := os.ReadDir(p.dir)
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", p.dir, err)
+		return nil, fmt.Errorf("reading %s: %w", p.dir, err)
 	}
 	var errs []error
 	for _, e := range have {
@@ -88,15 +89,18 @@ func (p *Publisher) Sync(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("removing %s: %w", e.Name(), err))
 		}
 	}
+	var served []string
 	for dirName, pl := range want {
+		served = append(served, pl.plugin)
 		if err := p.write(ctx, dirName, pl); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	return served, errors.Join(errs...)
 }
 
 type placeholder struct {
+	plugin  string
 	exe     string
 	content []byte
 }
@@ -113,7 +117,7 @@ func (p *Publisher) desired(ctx context.Context) map[string]placeholder {
 			klog.FromContext(ctx).Info("Mount pod label names an invalid flexvolume driver", "driver", plugin, "pod", t.String(), "err", err)
 			continue
 		}
-		out[d.String()] = placeholder{exe: d.Executable(), content: render(plugin, t)}
+		out[d.String()] = placeholder{plugin: d.PluginName(), exe: d.Executable(), content: render(plugin, t)}
 	}
 	return out
 }

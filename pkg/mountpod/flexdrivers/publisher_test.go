@@ -69,8 +69,12 @@ func TestSync(t *testing.T) {
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
 			s.set()
-			if err := p.Sync(ctx); err != nil {
+			served, err := p.Sync(ctx)
+			if err != nil {
 				t.Fatal(err)
+			}
+			if len(served) != len(s.want) {
+				t.Fatalf("Sync reports %v served, want %d", served, len(s.want))
 			}
 			if got := listDir(t, dir); !slices.Equal(got, s.want) {
 				t.Fatalf("dir holds %v, want %v", got, s.want)
