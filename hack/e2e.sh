@@ -9,7 +9,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 # before cluster.sh, which defaults the *_EXTRA_FLAGS to empty.
 E2E_PLUGIN_REGISTRATION_DIR=${LOCAL_UP_DIR}/kubelet/plugins_registry_nodeplug
 export E2E_PLUGIN_REGISTRATION_DIR
-export KUBELET_EXTRA_FLAGS=${KUBELET_EXTRA_FLAGS-${E2E_KUBELET_FLAGS:---experimental-flexvolume-discovery --experimental-plugin-registration-dir=${E2E_PLUGIN_REGISTRATION_DIR}}}
+export KUBELET_EXTRA_FLAGS=${KUBELET_EXTRA_FLAGS-${E2E_KUBELET_FLAGS:---experimental-flexvolume-discovery --experimental-plugin-registration-dir=${E2E_PLUGIN_REGISTRATION_DIR} --experimental-mount-namespace=kube-mount}}
+# The kubelet runs without mkfs, fsck and blkid: the mount-utilities e2e
+# proves that they run in mount pods.
+export KUBELET_HIDDEN_UTILITIES=${KUBELET_HIDDEN_UTILITIES-"mkfs* mke2fs fsck* e2fsck blkid"}
 export KCM_EXTRA_FLAGS=${KCM_EXTRA_FLAGS-${E2E_KCM_FLAGS:---experimental-flexvolume-discovery}}
 source "${NODEPLUG_ROOT}/hack/lib/cluster.sh"
 

@@ -15,6 +15,10 @@ SHARED_DIR=${LOCAL_UP_DIR}/shared
 FLEX_DIR=${LOCAL_UP_DIR}/flexvolume
 # Extra flags for nodeplug's binaries, e.g. --experimental-flexvolume-discovery.
 KUBELET_EXTRA_FLAGS=${KUBELET_EXTRA_FLAGS:-}
+# Host utilities (glob patterns) that the kubelet must not find in its
+# PATH, e.g. "mkfs.* mke2fs fsck* e2fsck blkid" to prove that mount
+# utilities run in mount pods. Empty: the kubelet gets the usual PATH.
+KUBELET_HIDDEN_UTILITIES=${KUBELET_HIDDEN_UTILITIES:-}
 KCM_EXTRA_FLAGS=${KCM_EXTRA_FLAGS:-}
 
 np::cluster::node_ip() {
@@ -167,10 +171,34 @@ np::cluster::start_controller_manager() {
   np::cluster::await kube-controller-manager 60 curl -skf "https://127.0.0.1:10257/healthz"
 }
 
+# np::cluster::kubelet_path prints the PATH the kubelet runs with. With
+# KUBELET_HIDDEN_UTILITIES set, the sbin directories are replaced by one of
+# links to every sbin program except those.
+np::cluster::kubelet_path() {
+  if [[ -z "${KUBELET_HIDDEN_UTILITIES}" ]]; then
+    echo "${PATH}"
+    return
+  fi
+  local dir=${LOCAL_UP_DIR}/kubelet-sbin f name pattern hidden
+  rm -rf "${dir}" && mkdir -p "${dir}"
+  for f in /usr/local/sbin/* /usr/sbin/*; do
+    [[ -x "${f}" ]] || continue
+    name=${f##*/} hidden=0
+    for pattern in ${KUBELET_HIDDEN_UTILITIES}; do
+      # shellcheck disable=SC2053 # the pattern is a glob on purpose
+      [[ "${name}" == ${pattern} ]] && hidden=1
+    done
+    ((hidden)) || [[ -e "${dir}/${name}" ]] || ln -s "${f}" "${dir}/${name}"
+  done
+  echo "${dir}:/usr/local/bin:/usr/bin:/bin"
+}
+
 np::cluster::start_kubelet() {
   mkdir -p "${LOCAL_UP_DIR}/kubelet" "${LOCAL_UP_DIR}/pod-logs"
+  local path
+  path=$(np::cluster::kubelet_path)
   # shellcheck disable=SC2086 # KUBELET_EXTRA_FLAGS is a list of flags.
-  np::cluster::start kubelet "${BIN_DIR}/kubelet" --config "${LOCAL_UP_DIR}/conf/kubelet.yaml" \
+  np::cluster::start kubelet env PATH="${path}" "${BIN_DIR}/kubelet" --config "${LOCAL_UP_DIR}/conf/kubelet.yaml" \
     --kubeconfig "${LOCAL_UP_DIR}/pki/kubelet.kubeconfig" --root-dir "${LOCAL_UP_DIR}/kubelet" \
     --hostname-override "${NODE_NAME}" --node-ip "${NODE_IP}" ${KUBELET_EXTRA_FLAGS}
   np::cluster::await kubelet 60 curl -sf "http://127.0.0.1:10248/healthz"
