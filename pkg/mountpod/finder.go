@@ -38,8 +38,12 @@ type NoPodError struct {
 }
 
 func (e *NoPodError) Error() string {
-	return fmt.Sprintf("no Running and Ready pod in namespace %s on node %s has label %s=%s (mount utilities of plugin %s)",
-		e.Namespace, e.Node, e.Label, LabelValue, e.Plugin)
+	where := "on node " + e.Node
+	if e.Node == "" {
+		where = "on any node"
+	}
+	return fmt.Sprintf("no Running and Ready pod in namespace %s %s has label %s=%s (mount utilities of plugin %s)",
+		e.Namespace, where, e.Label, LabelValue, e.Plugin)
 }
 
 const labelIndex = "mountLabel"
@@ -73,7 +77,8 @@ type InformerFinder struct {
 var _ Finder = &InformerFinder{}
 
 // NewFinder returns a Finder for namespace and node that answers
-// ErrNotSynced until Start.
+// ErrNotSynced until Start. With node "", pods on every node serve (the
+// controller-manager); FindPreferring then prefers one node's.
 func NewFinder(namespace, node string) *InformerFinder {
 	return &InformerFinder{namespace: namespace, node: node}
 }
@@ -96,7 +101,9 @@ func (f *InformerFinder) Start(ctx context.Context, client kubernetes.Interface,
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 10*time.Minute,
 		informers.WithNamespace(f.namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", f.node).String()
+			if f.node != "" {
+				o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", f.node).String()
+			}
 		}),
 		informers.WithTransform(cache.TransformFunc(dropManagedFields)))
 	inf := factory.Core().V1().Pods().Informer()
@@ -140,7 +147,12 @@ func (f *InformerFinder) ready() bool {
 }
 
 // Find implements Finder.
-func (f *InformerFinder) Find(plugin string) (Target, error) {
+func (f *InformerFinder) Find(plugin string) (Target, error) { return f.FindPreferring(plugin, "") }
+
+// FindPreferring is Find, choosing among the pods on node first when any
+// of them qualifies (the node a volume is attached to). An empty node
+// prefers none.
+func (f *InformerFinder) FindPreferring(plugin, node string) (Target, error) {
 	if !f.ready() {
 		return Target{}, ErrNotSynced
 	}
@@ -151,6 +163,12 @@ func (f *InformerFinder) Find(plugin string) (Target, error) {
 	objs, err := f.indexer.ByIndex(labelIndex, key)
 	if err != nil {
 		return Target{}, fmt.Errorf("mount pod index: %w", err)
+	}
+	if node != "" && f.node == "" {
+		onNode := func(pod *v1.Pod, namespace, _ string) bool { return Qualifies(pod, namespace, node) }
+		if pod := f.choose(objs, onNode); pod != nil {
+			return TargetFor(pod)
+		}
 	}
 	if pod := f.choose(objs, Qualifies); pod != nil {
 		return TargetFor(pod)

@@ -125,6 +125,41 @@ func TestServed(t *testing.T) {
 	}
 }
 
+// TestClusterFinder: with no node (the controller-manager), pods on any
+// node serve; the preferred node's pod wins when it qualifies.
+func TestClusterFinder(t *testing.T) {
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, Indexers())
+	for _, p := range []*v1.Pod{
+		mountPod("old-b", onNode("node-b"), created(10)),
+		mountPod("new-a", onNode("node-a"), created(20)),
+		mountPod("c-unready", onNode("node-c"), created(1), notReady()),
+		mountPod("unscheduled", onNode(""), created(0)),
+	} {
+		if err := idx.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := NewFinderFromIndexer(ns, "", idx)
+	cases := map[string]struct{ prefer, want string }{
+		"no preference: oldest qualifying":      {"", "old-b"},
+		"preferred node serves":                 {"node-a", "new-a"},
+		"preferred node's pod not Ready":        {"node-c", "old-b"},
+		"preferred node without a pod: any one": {"node-x", "old-b"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := f.FindPreferring(local, tc.prefer)
+			if err != nil || got.Name != tc.want {
+				t.Fatalf("got %+v, %v; want %s", got, err, tc.want)
+			}
+		})
+	}
+	empty := NewFinderFromIndexer(ns, "", cache.NewIndexer(cache.MetaNamespaceKeyFunc, Indexers()))
+	if _, err := empty.Find(local); err == nil || !strings.Contains(err.Error(), "on any node") {
+		t.Fatalf("err %v", err)
+	}
+}
+
 func TestNotSynced(t *testing.T) {
 	f := NewFinder(ns, node)
 	if _, err := f.Find(local); !errors.Is(err, ErrNotSynced) {

@@ -36,13 +36,13 @@ func Qualifies(pod *v1.Pod, namespace, node string) bool {
 	return false
 }
 
-// Runs reports whether pod is in namespace on node, Running and not being
-// deleted, Ready or not. A pod that runs keeps the flexvolume drivers it
+// Runs reports whether pod is in namespace on node (any node when node is
+// ""), Running and not being deleted, Ready or not. A pod that runs keeps the flexvolume drivers it
 // serves loaded: its readiness drops for a moment when the kubelet restarts
 // (until the first readiness probe), which must not unload them.
 func Runs(pod *v1.Pod, namespace, node string) bool {
-	return pod.Namespace == namespace && pod.Spec.NodeName == node && pod.DeletionTimestamp == nil &&
-		pod.Status.Phase == v1.PodRunning
+	return pod.Namespace == namespace && pod.Spec.NodeName != "" && (node == "" || pod.Spec.NodeName == node) &&
+		pod.DeletionTimestamp == nil && pod.Status.Phase == v1.PodRunning
 }
 
 // Choose returns the pod that serves, of several qualifying ones: the oldest

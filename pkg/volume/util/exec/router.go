@@ -134,7 +134,7 @@ func (f *flexExec) Command(cmd string, args ...string) utilexec.Cmd {
 func (f *flexExec) CommandContext(ctx context.Context, execPath string, args ...string) utilexec.Cmd {
 	dirName := filepath.Base(filepath.Dir(execPath))
 	drv := strings.Replace(dirName, "~", "/", 1)
-	t, err := f.r.finder.Find(drv)
+	t, err := f.r.find(drv, flexNodeArg(args))
 	if err == nil {
 		inPod := path.Join(mountpod.FlexDriverDir, dirName, filepath.Base(execPath))
 		return f.r.podCommand(ctx, drv, t, append([]string{inPod}, args...))
@@ -162,6 +162,33 @@ func (f *flexExec) servedByPodsOnly(execPath string) bool {
 }
 
 func (f *flexExec) LookPath(file string) (string, error) { return f.r.host.LookPath(file) }
+
+// nodePreferring is a Finder that can prefer one node's pods (a
+// cluster-wide finder in the controller-manager).
+type nodePreferring interface {
+	FindPreferring(plugin, node string) (mountpod.Target, error)
+}
+
+func (r *Router) find(plugin, node string) (mountpod.Target, error) {
+	if np, ok := r.finder.(nodePreferring); ok && node != "" {
+		return np.FindPreferring(plugin, node)
+	}
+	return r.finder.Find(plugin)
+}
+
+// flexNodeArg returns the node a flex command is about: the last argument
+// of attach, isattached and detach. The pod on that node is preferred, so
+// that a driver that attaches locally runs where the volume goes.
+func flexNodeArg(args []string) string {
+	if len(args) < 2 {
+		return ""
+	}
+	switch args[0] {
+	case "attach", "isattached", "detach":
+		return args[len(args)-1]
+	}
+	return ""
+}
 
 func (r *Router) podCommand(ctx context.Context, plugin string, t mountpod.Target, argv []string) utilexec.Cmd {
 	utility := path.Base(argv[0])

@@ -184,6 +184,42 @@ func TestForFlexDrivers(t *testing.T) {
 	}
 }
 
+// preferringFinder records the node preference it was asked for.
+type preferringFinder struct {
+	fakeFinder
+	preferred []string
+}
+
+func (p *preferringFinder) FindPreferring(plugin, node string) (mountpod.Target, error) {
+	p.preferred = append(p.preferred, node)
+	return p.Find(plugin)
+}
+
+func TestFlexNodePreference(t *testing.T) {
+	cases := map[string]struct {
+		args []string
+		want []string
+	}{
+		"attach prefers its node":     {[]string{"attach", "{}", "node-a"}, []string{"node-a"}},
+		"isattached prefers its node": {[]string{"isattached", "{}", "node-b"}, []string{"node-b"}},
+		"detach prefers its node":     {[]string{"detach", "vol", "node-c"}, []string{"node-c"}},
+		"init: no preference":         {[]string{"init"}, nil},
+		"getvolumename: none":         {[]string{"getvolumename", "{}"}, nil},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := &preferringFinder{fakeFinder: fakeFinder{pods: map[string]mountpod.Target{"nodeplug.io/attach": {Name: "mp"}}}}
+			r := NewRouter(f, &fakePods{}, &testingexec.FakeExec{}, Options{})
+			if _, err := r.ForFlexDrivers().Command("/d/nodeplug.io~attach/attach", tc.args...).Output(); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(f.preferred, ",") != strings.Join(tc.want, ",") {
+				t.Fatalf("preferred %v, want %v", f.preferred, tc.want)
+			}
+		})
+	}
+}
+
 func TestPodCmd(t *testing.T) {
 	mp := mountpod.Target{Name: "mp"}
 	newCmd := func(p *fakePods) utilexec.Cmd {

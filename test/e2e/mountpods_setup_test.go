@@ -1,0 +1,311 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nodeplug/nodeplug/test/e2e/framework"
+)
+
+const (
+	muNamespace = "kube-mount"
+	muDaemonSet = "mount-utilities"
+)
+
+// muDeploy applies deploy/mount-utilities (namespace and DaemonSet, with
+// the local cluster's kubelet root dir) and waits until its pod is Ready.
+// It returns the pod's name.
+func muDeploy(ctx context.Context, t testing.TB, c *framework.Cluster) string {
+	t.Helper()
+	var ns corev1.Namespace
+	muManifest(t, "namespace.yaml", "", &ns)
+	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create namespace: %v", err)
+	}
+	var ds appsv1.DaemonSet
+	muManifest(t, "daemonset.yaml", filepath.Join(c.Dir, "kubelet"), &ds)
+	if _, err := c.Client.AppsV1().DaemonSets(muNamespace).Create(ctx, &ds, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create daemonset: %v", err)
+	}
+	return muWaitReady(ctx, t, c)
+}
+
+// muManifest reads deploy/mount-utilities/<file>, with /var/lib/kubelet
+// replaced by root when root is set.
+func muManifest(t testing.TB, file, root string, into any) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "deploy", "mount-utilities", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	if root != "" {
+		doc = strings.ReplaceAll(doc, "/var/lib/kubelet", root)
+	}
+	if err := yaml.UnmarshalStrict([]byte(doc), into); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+}
+
+// muWaitReady waits for a Ready, not deleting mount-utilities pod.
+func muWaitReady(ctx context.Context, t testing.TB, c *framework.Cluster) string {
+	t.Helper()
+	var name string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 120*time.Second, true, func(ctx context.Context) (bool, error) {
+		pods, err := c.Client.CoreV1().Pods(muNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + muDaemonSet})
+		if err != nil {
+			return false, nil
+		}
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && podReady(&p) {
+				name = p.Name
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		out, _ := c.Kubectl(ctx, "-n", muNamespace, "describe", "pods")
+		t.Fatalf("no Ready mount-utilities pod: %v\n%s", err, out)
+	}
+	return name
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, cond := range p.Status.Conditions {
+		if cond.Type == corev1.PodReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// muRemove deletes the DaemonSet and waits until its pods are gone.
+func muRemove(t testing.TB, c *framework.Cluster) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	fg := metav1.DeletePropagationForeground
+	err := c.Client.AppsV1().DaemonSets(muNamespace).Delete(ctx, muDaemonSet, metav1.DeleteOptions{PropagationPolicy: &fg})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Errorf("delete daemonset: %v", err)
+	}
+	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		pods, err := c.Client.CoreV1().Pods(muNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + muDaemonSet})
+		return err == nil && len(pods.Items) == 0, nil
+	})
+	if err != nil {
+		t.Errorf("mount-utilities pods still exist: %v", err)
+	}
+}
+
+// muLoop returns a new blank 64 MiB loop device, detached when t ends.
+func muLoop(t testing.TB, c *framework.Cluster, name string) string {
+	t.Helper()
+	img := filepath.Join(c.Dir, "shared", "mu-"+name+".img")
+	if err := os.WriteFile(img, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(img, 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("losetup", "-f", "--show", img).CombinedOutput()
+	if err != nil {
+		t.Fatalf("losetup %s: %v: %s", img, err, out)
+	}
+	dev := strings.TrimSpace(string(out))
+	t.Cleanup(func() {
+		_ = exec.Command("losetup", "-d", dev).Run()
+		_ = os.Remove(img)
+	})
+	return dev
+}
+
+// muLocalClaim creates a local PV on dev with fsType ext4 pinned to the
+// node, and a claim bound to it; both are deleted when t ends.
+func muLocalClaim(ctx context.Context, t testing.TB, c *framework.Cluster, name, dev string) {
+	t.Helper()
+	fs := "ext4"
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			StorageClassName:              "mu-e2e",
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: dev, FSType: &fs}},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{c.NodeName}}},
+			}}}},
+		},
+	}
+	class := "mu-e2e"
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: &class, VolumeName: name,
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}},
+		},
+	}
+	if _, err := c.Client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create pv: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = c.Client.CoreV1().PersistentVolumes().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	if _, err := c.Client.CoreV1().PersistentVolumeClaims("default").Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create pvc: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = c.Client.CoreV1().PersistentVolumeClaims("default").Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+}
+
+// muConsumer returns a pod that writes to /data and keeps running.
+func muConsumer(name string, vol corev1.VolumeSource) *corev1.Pod {
+	pod := framework.BusyboxPod(name, "echo written-by-"+name+" > /data/f && sync && sleep 3600")
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "v", MountPath: "/data"}}
+	pod.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: vol}}
+	return pod
+}
+
+// muWaitEvent waits until an event of pod contains want, and returns it.
+func muWaitEvent(ctx context.Context, t testing.TB, c *framework.Cluster, pod, want string, timeout time.Duration) string {
+	t.Helper()
+	var msg string
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		evs, err := c.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod})
+		if err != nil {
+			return false, nil
+		}
+		for _, e := range evs.Items {
+			if strings.Contains(e.Message, want) {
+				msg = e.Message
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		out, _ := c.Kubectl(ctx, "get", "events", "-n", "default", "--field-selector", "involvedObject.name="+pod)
+		t.Fatalf("no event of pod %s contains %q within %v:\n%s", pod, want, timeout, out)
+	}
+	return msg
+}
+
+// muKubeletMetric returns the sum of the kubelet's samples of metric whose
+// label set contains every one of labels (as `key="value"`).
+func muKubeletMetric(ctx context.Context, t testing.TB, c *framework.Cluster, metric string, labels ...string) float64 {
+	t.Helper()
+	raw, err := c.Client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", c.NodeName, "proxy", "metrics").DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("kubelet metrics: %v", err)
+	}
+	var sum float64
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, metric+"{") {
+			continue
+		}
+		ok := true
+		for _, l := range labels {
+			ok = ok && strings.Contains(line, l)
+		}
+		var v float64
+		if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &v); ok && err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
+
+// muRestartKubelet stops the kubelet local-up started and starts it again
+// with the same command line and environment, as an operator's service
+// manager would.
+func muRestartKubelet(ctx context.Context, t testing.TB, c *framework.Cluster) {
+	t.Helper()
+	pidFile := filepath.Join(c.Dir, "pids", "kubelet")
+	raw, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := strings.TrimSpace(string(raw))
+	argv := procList(t, pid, "cmdline")
+	env := procList(t, pid, "environ")
+	var p int
+	fmt.Sscan(pid, &p)
+	if err := syscall.Kill(p, syscall.SIGTERM); err != nil {
+		t.Fatalf("stop kubelet %d: %v", p, err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return syscall.Kill(p, 0) != nil, nil
+	}); err != nil {
+		t.Fatalf("kubelet %d did not stop", p)
+	}
+	logf, err := os.OpenFile(filepath.Join(c.Dir, "logs", "kubelet.log"), os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env, cmd.Stdout, cmd.Stderr = env, logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start kubelet: %v", err)
+	}
+	if err := os.WriteFile(pidFile, []byte(fmt.Sprintf("%d\n", cmd.Process.Pid)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait() }()
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		resp, err := http.Get("http://127.0.0.1:10248/healthz")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	}); err != nil {
+		t.Fatalf("kubelet not healthy after its restart: %v", err)
+	}
+	if _, err := c.Kubectl(ctx, "wait", "--for=condition=Ready", "node/"+c.NodeName, "--timeout=60s"); err != nil {
+		t.Fatalf("node not Ready after the kubelet restart: %v", err)
+	}
+}
+
+// muKubeletLogSinceRestart returns the kubelet log written by the newest
+// kubelet process (after the last start-up banner).
+func muKubeletLogSinceRestart(t testing.TB, c *framework.Cluster) string {
+	raw, err := os.ReadFile(filepath.Join(c.Dir, "logs", "kubelet.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := string(raw)
+	if i := strings.LastIndex(log, "Nodeplug mount utilities in pods enabled"); i >= 0 {
+		return log[i:]
+	}
+	return log
+}
+
+func procList(t testing.TB, pid, file string) []string {
+	raw, err := os.ReadFile(filepath.Join("/proc", pid, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+}
