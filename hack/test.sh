@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Unit tests with -race: the root module's pkg/, cmd/ and build/ (the image
-# binaries and flex drivers; their FUSE tests need root and /dev/fuse), and
+# Unit tests with -race: the root module's pkg/, cmd/, build/ (the image
+# binaries and flex drivers; their FUSE tests need root and /dev/fuse) and
+# deploy/ (manifest checks), and
 # every staging module (each is its own Go module). Extra arguments go to
 # go test.
 set -o errexit -o nounset -o pipefail
@@ -9,7 +10,7 @@ cd "${NODEPLUG_ROOT}"
 hack/install-deps.sh
 
 rc=0
-go test -race -count=1 "$@" ./pkg/... ./cmd/... ./build/... || rc=1
+go test -race -count=1 "$@" ./pkg/... ./cmd/... ./build/... ./deploy/... || rc=1
 for mod in staging/src/github.com/nodeplug/*/go.mod; do
   [[ -f "${mod}" ]] || continue
   dir=$(dirname "${mod}")

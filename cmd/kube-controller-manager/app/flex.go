@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 	upstream "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	"k8s.io/kubernetes/pkg/volume"
+	utilexec "k8s.io/utils/exec"
 
 	"github.com/nodeplug/nodeplug/pkg/flexvolume/prober"
 	"github.com/nodeplug/nodeplug/pkg/util/groupexec"
@@ -21,28 +22,57 @@ import (
 // Node reports one of its volumes attached or in use. The controller-manager
 // has no object of its own to record events on, so discovery problems are
 // logged and counted in metrics.
-func nodeplugFlexProber() ProberFactory {
+//
+// With --experimental-mount-namespace (mp not nil), drivers run in mount
+// pods through pods/exec where a pod serves them, and a second prober loads
+// the drivers that only mount pods have (see mountPods).
+func nodeplugFlexProber(mp *mountPods) ProberFactory {
 	var (
-		mu sync.Mutex
-		p  *npflex.Prober
+		mu      sync.Mutex
+		probers []*npflex.Prober
 	)
 	return func(ctx context.Context, consumer string, cc upstream.ControllerContext) (volume.DynamicPluginProber, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		if p == nil {
-			dir := cc.ComponentConfig.PersistentVolumeBinderController.VolumeConfiguration.FlexVolumePluginDir
-			nodes := cc.InformerFactory.Core().V1().Nodes()
-			// Until the node informer has synced the check fails, which the
-			// prober counts as "in use": no driver is unloaded on a guess.
-			inUse := prober.NewNodeStatusInUseChecker(nodes.Lister(), nodes.Informer().HasSynced)
+		if probers == nil {
 			var err error
-			p, err = npflex.NewProber(ctx, dir, groupexec.New(), npflex.Options{Options: prober.Options{InUse: inUse}})
-			if err != nil {
-				return nil, fmt.Errorf("flexvolume discovery on %s: %w", dir, err)
+			if probers, err = newFlexProbers(ctx, cc, mp); err != nil {
+				return nil, err
 			}
-			klog.FromContext(ctx).Info("Nodeplug flexvolume discovery enabled", "dir", dir)
 		}
 		klog.FromContext(ctx).V(2).Info("Sharing the flexvolume prober", "consumer", consumer)
-		return p.NewConsumerView(), nil
+		views := make([]volume.DynamicPluginProber, 0, len(probers))
+		for _, p := range probers {
+			views = append(views, p.NewConsumerView())
+		}
+		return npflex.NewMultiView(views...), nil
 	}
+}
+
+// newFlexProbers starts the probers: --flex-volume-plugin-dir, and with
+// mount pods the directory of pod-served drivers.
+func newFlexProbers(ctx context.Context, cc upstream.ControllerContext, mp *mountPods) ([]*npflex.Prober, error) {
+	dirs := []string{cc.ComponentConfig.PersistentVolumeBinderController.VolumeConfiguration.FlexVolumePluginDir}
+	runner := utilexec.Interface(groupexec.New())
+	if mp != nil {
+		var err error
+		if runner, err = mp.start(ctx, cc); err != nil {
+			return nil, err
+		}
+		dirs = append(dirs, mp.driverDir)
+	}
+	nodes := cc.InformerFactory.Core().V1().Nodes()
+	// Until the node informer has synced the check fails, which the
+	// prober counts as "in use": no driver is unloaded on a guess.
+	inUse := prober.NewNodeStatusInUseChecker(nodes.Lister(), nodes.Informer().HasSynced)
+	var probers []*npflex.Prober
+	for _, dir := range dirs {
+		p, err := npflex.NewProber(ctx, dir, runner, npflex.Options{Options: prober.Options{InUse: inUse}})
+		if err != nil {
+			return nil, fmt.Errorf("flexvolume discovery on %s: %w", dir, err)
+		}
+		probers = append(probers, p)
+	}
+	klog.FromContext(ctx).Info("Nodeplug flexvolume discovery enabled", "dirs", dirs)
+	return probers, nil
 }

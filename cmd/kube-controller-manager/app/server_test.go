@@ -39,6 +39,10 @@ func TestNodeplugOptionsValidate(t *testing.T) {
 		"off with leader migration":  {leaderMigration: true},
 		"flex discovery":             {opts: NodeplugOptions{FlexVolumeDiscovery: true}},
 		"flex with leader migration": {opts: NodeplugOptions{FlexVolumeDiscovery: true}, leaderMigration: true, wantErr: true},
+		"mount namespace":            {opts: NodeplugOptions{MountNamespace: "kube-mount", MountPodDriverDir: "/tmp/x"}},
+		"bad mount namespace":        {opts: NodeplugOptions{MountNamespace: "Kube_Mount", MountPodDriverDir: "/tmp/x"}, wantErr: true},
+		"relative pod driver dir":    {opts: NodeplugOptions{MountNamespace: "kube-mount", MountPodDriverDir: "x"}, wantErr: true},
+		"mount namespace, migration": {opts: NodeplugOptions{MountNamespace: "kube-mount", MountPodDriverDir: "/tmp/x"}, leaderMigration: true, wantErr: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -28,8 +28,12 @@ type VolumeHooks struct {
 // newVolumeHooks turns the nodeplug options into hooks.
 func newVolumeHooks(np *NodeplugOptions) *VolumeHooks {
 	h := &VolumeHooks{}
-	if np.FlexVolumeDiscovery {
-		h.Prober = nodeplugFlexProber()
+	var mp *mountPods
+	if np.MountNamespace != "" {
+		mp = newMountPods(np.MountNamespace, np.MountPodDriverDir)
+	}
+	if np.FlexVolumeDiscovery || mp != nil {
+		h.Prober = nodeplugFlexProber(mp)
 	}
 	return h
 }
