@@ -13,7 +13,7 @@ export KUBELET_EXTRA_FLAGS=${KUBELET_EXTRA_FLAGS-${E2E_KUBELET_FLAGS:---experime
 # The kubelet runs without mkfs, fsck and blkid: the mount-utilities e2e
 # proves that they run in mount pods.
 export KUBELET_HIDDEN_UTILITIES=${KUBELET_HIDDEN_UTILITIES-"mkfs* mke2fs fsck* e2fsck blkid"}
-export KCM_EXTRA_FLAGS=${KCM_EXTRA_FLAGS-${E2E_KCM_FLAGS:---experimental-flexvolume-discovery}}
+export KCM_EXTRA_FLAGS=${KCM_EXTRA_FLAGS-${E2E_KCM_FLAGS:---experimental-flexvolume-discovery --experimental-mount-namespace=kube-mount --experimental-mount-pod-driver-dir=${LOCAL_UP_DIR}/kcm-mount-pod-drivers}}
 source "${NODEPLUG_ROOT}/hack/lib/cluster.sh"
 
 teardown() {

@@ -48,6 +48,7 @@ main() {
   np::images::import "${LOCAL_UP_DIR}"/images/*.tar
   np::cluster::start_etcd
   np::cluster::start_apiserver
+  mount_pod_rbac
   np::cluster::start_scheduler
   np::cluster::start_controller_manager
   np::cluster::start_kubelet
@@ -66,6 +67,17 @@ Local cluster is up (node Ready ${ready} s after launch, $((SECONDS - started)) 
 Logs: ${LOCAL_UP_DIR}/logs   Stop it with: make local-down
 MSG
   echo "${ready}" >"${LOCAL_UP_DIR}/node-ready-seconds"
+}
+
+# mount_pod_rbac applies deploy/mount-utilities' namespace and the
+# controller-manager's RBAC before the controller-manager starts, when it
+# runs with --experimental-mount-namespace: an operator applies them first.
+mount_pod_rbac() {
+  [[ "${KCM_EXTRA_FLAGS:-}" == *--experimental-mount-namespace* ]] || return 0
+  local dir=${NODEPLUG_ROOT}/deploy/mount-utilities
+  kubectl apply -f "${dir}/namespace.yaml" -f "${dir}/rbac-controller-manager.yaml" >/dev/null ||
+    np::die "applying ${dir}/namespace.yaml and rbac-controller-manager.yaml failed" "see the kubectl error above"
+  np::log "applied the mount-utilities namespace and the controller-manager's RBAC"
 }
 
 # smoke_pod proves that system pods can run: a busybox pod starts.

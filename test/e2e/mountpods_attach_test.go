@@ -1,0 +1,123 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/nodeplug/nodeplug/test/e2e/framework"
+)
+
+// TestMountPodAttach: an attachable flex driver that only the mount pod
+// has. The controller-manager runs attach and detach in the pod through
+// pods/exec; the kubelet runs waitforattach and mountdevice in it through
+// the CRI.
+func TestMountPodAttach(t *testing.T) {
+	c := framework.Connect(t)
+	c.RequireFlag(t, "kube-controller-manager", "--experimental-mount-namespace=kube-mount")
+	c.RequireFlag(t, "kubelet", "--experimental-mount-namespace=kube-mount")
+	ctx := t.Context()
+	if _, err := os.Stat(filepath.Join(c.Dir, "flexvolume", "nodeplug.io~attach")); err == nil {
+		t.Fatal("nodeplug.io/attach is installed in the flex plugin dir; the test needs it only in the mount pod")
+	}
+	t.Cleanup(func() { muRemove(t, c) })
+	mp := muDeploy(ctx, t, c)
+
+	pod := framework.BusyboxPod("mu-attach", "cat /data/device && sleep 3600")
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "v", MountPath: "/data"}}
+	pod.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{FlexVolume: &corev1.FlexVolumeSource{
+		Driver: "nodeplug.io/attach", Options: map[string]string{"volume": "mu-att"}}}}}
+	c.CreatePod(ctx, t, pod)
+	c.WaitForPod(ctx, t, "mu-attach", 150*time.Second, corev1.PodRunning)
+	if !muAttached(ctx, t, c) {
+		t.Fatal("the node does not report the volume attached")
+	}
+	log := muDriverLog(ctx, t, c, mp)
+	for _, want := range []string{" attach ", " waitforattach ", " mountdevice "} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the mount pod's driver log has no%scall:\n%s", want, log)
+		}
+	}
+	out, err := c.Kubectl(ctx, "exec", "mu-attach", "--", "cat", "/data/device")
+	if err != nil || !strings.Contains(out, "/dev/nodeplug-attach/mu-att") {
+		t.Fatalf("the consumer's volume holds %q, %v", out, err)
+	}
+
+	c.DeletePod(t, "mu-attach")
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 150*time.Second, true, func(ctx context.Context) (bool, error) {
+		return !muAttached(ctx, t, c), nil
+	})
+	if err != nil {
+		t.Fatal("the volume is still attached 150 s after its consumer was deleted")
+	}
+	if log := muDriverLog(ctx, t, c, mp); !strings.Contains(log, " detach mu-att ") {
+		t.Fatalf("the mount pod's driver log has no detach:\n%s", log)
+	}
+}
+
+func muAttached(ctx context.Context, t testing.TB, c *framework.Cluster) bool {
+	node, err := c.Client.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range node.Status.VolumesAttached {
+		if strings.Contains(string(v.Name), "nodeplug.io/attach") {
+			return true
+		}
+	}
+	return false
+}
+
+func muDriverLog(ctx context.Context, t testing.TB, c *framework.Cluster, mp string) string {
+	out, err := c.Kubectl(ctx, "-n", muNamespace, "exec", mp, "--", "cat", "/var/log/nodeplug-attach/driver.log")
+	if err != nil {
+		t.Fatalf("driver log: %v", err)
+	}
+	return out
+}
+
+// TestMountPodExecRBAC: the controller-manager's credentials, and the
+// ServiceAccount its mount pod client uses, may exec into pods in
+// kube-mount only.
+func TestMountPodExecRBAC(t *testing.T) {
+	c := framework.Connect(t)
+	c.RequireFlag(t, "kube-controller-manager", "--experimental-mount-namespace=kube-mount")
+	ctx := t.Context()
+	c.CreatePod(ctx, t, framework.BusyboxPod("mu-victim", "sleep 3600"))
+	c.WaitForPod(ctx, t, "mu-victim", 60*time.Second, corev1.PodRunning)
+	token, err := c.Kubectl(ctx, "-n", "kube-system", "create", "token", "nodeplug-mount-pods")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kcm := filepath.Join(c.Dir, "pki", "kube-controller-manager.kubeconfig")
+	creds := map[string][]string{
+		"controller-manager user":     {"--kubeconfig", kcm},
+		"nodeplug-mount-pods account": {"--token", strings.TrimSpace(token), "--server", c.Config.Host, "--certificate-authority", filepath.Join(c.Dir, "pki", "ca.crt")},
+	}
+	for name, args := range creds {
+		t.Run(name, func(t *testing.T) {
+			kubectl := func(rest ...string) (string, error) {
+				return c.Kubectl(ctx, append(append([]string{}, args...), rest...)...)
+			}
+			if out, _ := kubectl("auth", "can-i", "create", "pods/exec", "-n", muNamespace); strings.TrimSpace(out) != "yes" {
+				t.Errorf("may not exec in %s: %q", muNamespace, out)
+			}
+			if out, _ := kubectl("auth", "can-i", "create", "pods/exec", "-n", "default"); strings.TrimSpace(out) != "no" {
+				t.Errorf("may exec in default: %q", out)
+			}
+			out, err := kubectl("-n", "default", "exec", "mu-victim", "--", "true")
+			if err == nil || !strings.Contains(err.Error(), "Forbidden") && !strings.Contains(err.Error(), "forbidden") {
+				t.Errorf("exec into default/mu-victim: %q, %v; want Forbidden", out, err)
+			}
+		})
+	}
+}
