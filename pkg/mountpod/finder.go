@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -21,9 +22,12 @@ type Finder interface {
 	// Find returns the target for plugin, a *NoPodError when no pod serves
 	// it, or ErrNotSynced before the pod cache has synced.
 	Find(plugin string) (Target, error)
-	// Served returns, for every plugin that a running pod on the node
-	// serves (Ready or not, see Runs), the chosen target.
+	// Served returns, for every plugin that a qualifying pod serves, the
+	// chosen target.
 	Served() map[string]Target
+	// Runs reports whether the pod with uid is in the namespace (on the
+	// node) and Running, Ready or not (see Runs).
+	Runs(uid types.UID) bool
 	// Namespace is the mount namespace.
 	Namespace() string
 }
@@ -46,7 +50,10 @@ func (e *NoPodError) Error() string {
 		e.Namespace, where, e.Label, LabelValue, e.Plugin)
 }
 
-const labelIndex = "mountLabel"
+const (
+	labelIndex = "mountLabel"
+	uidIndex   = "uid"
+)
 
 // indexMountLabels indexes a pod under each mount label key set to "true".
 func indexMountLabels(obj any) ([]string, error) {
@@ -93,7 +100,14 @@ func NewFinderFromIndexer(namespace, node string, idx cache.Indexer) *InformerFi
 }
 
 // Indexers returns the indexers a Finder's indexer needs.
-func Indexers() cache.Indexers { return cache.Indexers{labelIndex: indexMountLabels} }
+func Indexers() cache.Indexers {
+	return cache.Indexers{labelIndex: indexMountLabels, uidIndex: func(obj any) ([]string, error) {
+		if pod, ok := obj.(*v1.Pod); ok {
+			return []string{string(pod.UID)}, nil
+		}
+		return nil, nil
+	}}
+}
 
 // Start starts the informer with client and returns at once. Handlers, if
 // any, are told about every pod change in the namespace on this node.
@@ -201,13 +215,30 @@ func (f *InformerFinder) Served() map[string]Target {
 		if err != nil {
 			continue
 		}
-		if pod := f.choose(objs, Runs); pod != nil {
+		if pod := f.choose(objs, Qualifies); pod != nil {
 			if t, err := TargetFor(pod); err == nil {
 				out[plugin] = t
 			}
 		}
 	}
 	return out
+}
+
+// Runs implements Finder.
+func (f *InformerFinder) Runs(uid types.UID) bool {
+	if !f.ready() {
+		return false
+	}
+	objs, err := f.indexer.ByIndex(uidIndex, string(uid))
+	if err != nil {
+		return false
+	}
+	for _, o := range objs {
+		if pod, _ := o.(*v1.Pod); pod != nil && Runs(pod, f.namespace, f.node) {
+			return true
+		}
+	}
+	return false
 }
 
 func dropManagedFields(obj any) (any, error) {

@@ -120,8 +120,13 @@ func TestServed(t *testing.T) {
 		mountPod("d", notReady(), label("flexvolume.mount.kubernetes.io/lvm", "true")),
 		mountPod("e", deleting(), label("flexvolume.mount.kubernetes.io/gone", "true")))
 	got := f.Served()
-	if len(got) != 3 || got["nodeplug.io/fuse"].Name != "a" || got[local].Name != "a" || got["lvm"].Name != "d" {
-		t.Fatalf("Served() = %+v; want fuse and local from a, lvm from the running, not Ready d, nothing from e", got)
+	if len(got) != 2 || got["nodeplug.io/fuse"].Name != "a" || got[local].Name != "a" {
+		t.Fatalf("Served() = %+v; want fuse and local from a, nothing from the not Ready d or the deleted e", got)
+	}
+	for uid, want := range map[types.UID]bool{"uid-a": true, "uid-d": true, "uid-e": false, "uid-none": false} {
+		if f.Runs(uid) != want {
+			t.Errorf("Runs(%s) = %v, want %v", uid, !want, want)
+		}
 	}
 }
 

@@ -37,9 +37,10 @@ func Qualifies(pod *v1.Pod, namespace, node string) bool {
 }
 
 // Runs reports whether pod is in namespace on node (any node when node is
-// ""), Running and not being deleted, Ready or not. A pod that runs keeps the flexvolume drivers it
-// serves loaded: its readiness drops for a moment when the kubelet restarts
-// (until the first readiness probe), which must not unload them.
+// ""), Running and not being deleted, Ready or not. A pod that served a
+// flexvolume driver keeps it loaded while it runs: its readiness drops for
+// a moment when the kubelet restarts (until the first readiness probe),
+// which must not unload the driver.
 func Runs(pod *v1.Pod, namespace, node string) bool {
 	return pod.Namespace == namespace && pod.Spec.NodeName != "" && (node == "" || pod.Spec.NodeName == node) &&
 		pod.DeletionTimestamp == nil && pod.Status.Phase == v1.PodRunning

@@ -101,17 +101,17 @@ func TestMountPodExecRBAC(t *testing.T) {
 	kcm := filepath.Join(c.Dir, "pki", "kube-controller-manager.kubeconfig")
 	creds := map[string][]string{
 		"controller-manager user":     {"--kubeconfig", kcm},
-		"nodeplug-mount-pods account": {"--token", strings.TrimSpace(token), "--server", c.Config.Host, "--certificate-authority", filepath.Join(c.Dir, "pki", "ca.crt")},
+		"nodeplug-mount-pods account": {"--kubeconfig", os.DevNull, "--token", strings.TrimSpace(token), "--server", c.Config.Host, "--certificate-authority", filepath.Join(c.Dir, "pki", "ca.crt")},
 	}
 	for name, args := range creds {
 		t.Run(name, func(t *testing.T) {
 			kubectl := func(rest ...string) (string, error) {
 				return c.Kubectl(ctx, append(append([]string{}, args...), rest...)...)
 			}
-			if out, _ := kubectl("auth", "can-i", "create", "pods/exec", "-n", muNamespace); strings.TrimSpace(out) != "yes" {
+			if out, _ := kubectl("auth", "can-i", "create", "pods", "--subresource=exec", "-n", muNamespace); strings.TrimSpace(out) != "yes" {
 				t.Errorf("may not exec in %s: %q", muNamespace, out)
 			}
-			if out, _ := kubectl("auth", "can-i", "create", "pods/exec", "-n", "default"); strings.TrimSpace(out) != "no" {
+			if out, _ := kubectl("auth", "can-i", "create", "pods", "--subresource=exec", "-n", "default"); strings.TrimSpace(out) != "no" {
 				t.Errorf("may exec in default: %q", out)
 			}
 			out, err := kubectl("-n", "default", "exec", "mu-victim", "--", "true")

@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -16,11 +18,15 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/mountpod"
 )
 
-// Publisher keeps a directory in step with the drivers mount pods serve.
+// Publisher keeps a directory in step with the drivers mount pods serve:
+// a driver appears when a Ready pod serves it, and goes when no Ready pod
+// serves it and the pod it was published for no longer runs.
 type Publisher struct {
 	dir    string
 	finder mountpod.Finder
 	kick   chan struct{}
+	// invalid holds the invalid driver names already logged.
+	invalid sync.Map
 }
 
 // New returns a Publisher for dir.
@@ -84,6 +90,9 @@ func (p *Publisher) Sync(ctx context.Context) ([]string, error) {
 		if _, ok := want[e.Name()]; ok || strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
+		if uid := p.publishedFor(e.Name()); uid != "" && p.finder.Runs(uid) {
+			continue // its pod is not Ready for now, but still runs
+		}
 		klog.FromContext(ctx).Info("Flexvolume driver no longer served by a mount pod", "dirName", e.Name())
 		if err := os.RemoveAll(filepath.Join(p.dir, e.Name())); err != nil {
 			errs = append(errs, fmt.Errorf("removing %s: %w", e.Name(), err))
@@ -105,7 +114,29 @@ type placeholder struct {
 	content []byte
 }
 
-// desired returns the placeholders by driver directory name.
+// publishedFor returns the UID of the pod a published placeholder names.
+func (p *Publisher) publishedFor(dirName string) types.UID {
+	d, err := driver.ParseDirName(dirName)
+	if err != nil {
+		return ""
+	}
+	body, err := os.ReadFile(filepath.Join(p.dir, dirName, d.Executable()))
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if uid, ok := strings.CutPrefix(line, uidLinePrefix); ok {
+			return types.UID(strings.TrimSpace(uid))
+		}
+	}
+	return ""
+}
+
+const uidLinePrefix = "# pod-uid: "
+
+// desired returns the placeholders by driver directory name. A driver is
+// published when a Ready pod serves it, and stays published while that pod
+// runs (Sync).
 func (p *Publisher) desired(ctx context.Context) map[string]placeholder {
 	out := map[string]placeholder{}
 	for plugin, t := range p.finder.Served() {
@@ -114,7 +145,9 @@ func (p *Publisher) desired(ctx context.Context) map[string]placeholder {
 		}
 		d, err := driver.ParseDirName(strings.Replace(plugin, "/", "~", 1))
 		if err != nil {
-			klog.FromContext(ctx).Info("Mount pod label names an invalid flexvolume driver", "driver", plugin, "pod", t.String(), "err", err)
+			if _, seen := p.invalid.LoadOrStore(plugin, true); !seen {
+				klog.FromContext(ctx).Info("Mount pod label names an invalid flexvolume driver", "driver", plugin, "pod", t.String(), "err", err)
+			}
 			continue
 		}
 		out[d.String()] = placeholder{plugin: d.PluginName(), exe: d.Executable(), content: render(plugin, t)}
@@ -126,8 +159,8 @@ func (p *Publisher) desired(ctx context.Context) map[string]placeholder {
 // new pod (a new version) changes the file and the prober runs init again.
 func render(plugin string, t mountpod.Target) []byte {
 	msg := fmt.Sprintf("flexvolume driver %s is served by mount pod %s/%s; only the kubelet runs it, in that pod", plugin, t.Namespace, t.Name)
-	return fmt.Appendf(nil, "#!/bin/sh\n# nodeplug placeholder: driver %s, pod %s/%s, uid %s, container %s.\n"+
-		"echo '{\"status\":\"Failure\",\"message\":\"%s\"}'\nexit 1\n", plugin, t.Namespace, t.Name, t.UID, t.Container, msg)
+	return fmt.Appendf(nil, "#!/bin/sh\n# nodeplug placeholder: driver %s, pod %s/%s, container %s.\n%s%s\n"+
+		"echo '{\"status\":\"Failure\",\"message\":\"%s\"}'\nexit 1\n", plugin, t.Namespace, t.Name, t.Container, uidLinePrefix, t.UID, msg)
 }
 
 // write puts a placeholder in place atomically, if it differs.

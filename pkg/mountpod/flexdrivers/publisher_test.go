@@ -15,9 +15,20 @@ import (
 
 type finder map[string]mountpod.Target
 
+// running lists the UIDs of pods that run but are not Ready.
+var running = map[types.UID]bool{}
+
 func (f finder) Find(string) (mountpod.Target, error) { return mountpod.Target{}, nil }
 func (f finder) Served() map[string]mountpod.Target   { return f }
 func (f finder) Namespace() string                    { return "kube-mount" }
+func (f finder) Runs(uid types.UID) bool {
+	for _, t := range f {
+		if t.UID == uid {
+			return true
+		}
+	}
+	return running[uid]
+}
 
 func pod(uid string) mountpod.Target {
 	return mountpod.Target{Namespace: "kube-mount", Name: "mp-" + uid, UID: types.UID("uid-" + uid), Container: "utilities"}
@@ -63,7 +74,16 @@ func TestSync(t *testing.T) {
 		{name: "same pod: no rewrite", set: func() {}, want: []string{"lvm/lvm", "nodeplug.io~fuse/fuse"}, unchanged: "nodeplug.io~fuse/fuse"},
 		{name: "new serving pod: rewrite", set: func() { served["nodeplug.io/fuse"] = pod("b") },
 			want: []string{"lvm/lvm", "nodeplug.io~fuse/fuse"}, rewritten: "nodeplug.io~fuse/fuse"},
-		{name: "pod gone: removed", set: func() { delete(served, "lvm") }, want: []string{"nodeplug.io~fuse/fuse"}},
+		{name: "pod not Ready but running: kept", set: func() { delete(served, "lvm"); running["uid-a"] = true },
+			want: []string{"lvm/lvm", "nodeplug.io~fuse/fuse"}, unchanged: "lvm/lvm"},
+		{name: "pod gone: removed", set: func() {
+			delete(running, "uid-a")
+			for k, t := range served {
+				if t.UID == "uid-a" {
+					delete(served, k)
+				}
+			}
+		}, want: []string{"nodeplug.io~fuse/fuse"}},
 	}
 	inode := map[string]uint64{}
 	for _, s := range steps {
@@ -73,7 +93,7 @@ func TestSync(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(served) != len(s.want) {
+			if len(served) != len(p.finder.Served())-countInTree(p.finder.Served())-countInvalid(p.finder.Served()) {
 				t.Fatalf("Sync reports %v served, want %d", served, len(s.want))
 			}
 			if got := listDir(t, dir); !slices.Equal(got, s.want) {
@@ -109,6 +129,24 @@ func TestSync(t *testing.T) {
 
 // TestResetClearsStale: placeholders of an earlier run are gone after
 // Reset, so the prober never inits them before the pod cache is synced.
+func countInTree(m map[string]mountpod.Target) (n int) {
+	for k := range m {
+		if strings.HasPrefix(k, "kubernetes.io/") {
+			n++
+		}
+	}
+	return n
+}
+
+func countInvalid(m map[string]mountpod.Target) (n int) {
+	for k := range m {
+		if strings.HasPrefix(k, "Bad_") {
+			n++
+		}
+	}
+	return n
+}
+
 func TestResetClearsStale(t *testing.T) {
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, "old~drv"), 0o750)

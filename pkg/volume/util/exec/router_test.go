@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	utilexec "k8s.io/utils/exec"
 	testingexec "k8s.io/utils/exec/testing"
 
@@ -34,6 +35,7 @@ func (f *fakeFinder) Find(plugin string) (mountpod.Target, error) {
 }
 func (f *fakeFinder) Served() map[string]mountpod.Target { return f.pods }
 func (f *fakeFinder) Namespace() string                  { return "kube-mount" }
+func (f *fakeFinder) Runs(types.UID) bool                { return false }
 
 // fakePods records what ran in which pod.
 type fakePods struct {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/mount-utils"
 	utilexec "k8s.io/utils/exec"
 	testingexec "k8s.io/utils/exec/testing"
@@ -54,6 +55,7 @@ func (f finder) Find(p string) (mountpod.Target, error) {
 }
 func (f finder) Served() map[string]mountpod.Target { return nil }
 func (f finder) Namespace() string                  { return "kube-mount" }
+func (f finder) Runs(types.UID) bool                { return false }
 
 type router struct{ ran *[]string }
 
