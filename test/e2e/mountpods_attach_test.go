@@ -35,7 +35,7 @@ func TestMountPodAttach(t *testing.T) {
 	pod := framework.BusyboxPod("mu-attach", "cat /data/device && sleep 3600")
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "v", MountPath: "/data"}}
 	pod.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{FlexVolume: &corev1.FlexVolumeSource{
-		Driver: "nodeplug.io/attach", Options: map[string]string{"volume": "mu-att"}}}}}
+		Driver: "nodeplug.io/attach"}}}}
 	c.CreatePod(ctx, t, pod)
 	c.WaitForPod(ctx, t, "mu-attach", 150*time.Second, corev1.PodRunning)
 	if !muAttached(ctx, t, c) {
@@ -48,7 +48,9 @@ func TestMountPodAttach(t *testing.T) {
 		}
 	}
 	out, err := c.Kubectl(ctx, "exec", "mu-attach", "--", "cat", "/data/device")
-	if err != nil || !strings.Contains(out, "/dev/nodeplug-attach/mu-att") {
+	// The driver names the device after the volume ("v") in attach; the
+	// kubelet hands that device path to mountdevice, which writes it here.
+	if err != nil || strings.TrimSpace(out) != "/dev/nodeplug-attach/v" {
 		t.Fatalf("the consumer's volume holds %q, %v", out, err)
 	}
 
@@ -59,7 +61,7 @@ func TestMountPodAttach(t *testing.T) {
 	if err != nil {
 		t.Fatal("the volume is still attached 150 s after its consumer was deleted")
 	}
-	if log := muDriverLog(ctx, t, c, mp); !strings.Contains(log, " detach mu-att ") {
+	if log := muDriverLog(ctx, t, c, mp); !strings.Contains(log, " detach v ") {
 		t.Fatalf("the mount pod's driver log has no detach:\n%s", log)
 	}
 }

@@ -23,7 +23,7 @@ type attachReply struct {
 	Message      string          `json:"message"`
 	Capabilities map[string]bool `json:"capabilities"`
 	VolumeName   string          `json:"volumeName"`
-	DevicePath   string          `json:"devicePath"`
+	DevicePath   string          `json:"device"`
 	Attached     *bool           `json:"attached"`
 }
 

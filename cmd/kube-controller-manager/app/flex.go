@@ -15,37 +15,48 @@ import (
 	npflex "github.com/nodeplug/nodeplug/pkg/volume/flexvolume"
 )
 
-// nodeplugFlexProber returns the ProberFactory for
-// --experimental-flexvolume-discovery: one nodeplug prober on
-// --flex-volume-plugin-dir, created by the first controller that asks,
-// with a separate view for each controller. A driver is in use while any
-// Node reports one of its volumes attached or in use. The controller-manager
-// has no object of its own to record events on, so discovery problems are
-// logged and counted in metrics.
-//
-// With --experimental-mount-namespace (mp not nil), drivers run in mount
-// pods through pods/exec where a pod serves them, and a second prober loads
-// the drivers that only mount pods have (see mountPods).
-func nodeplugFlexProber(mp *mountPods) ProberFactory {
-	var (
-		mu      sync.Mutex
-		probers []*npflex.Prober
-	)
+// flexProbers are the controller-manager's nodeplug flexvolume probers
+// (--experimental-flexvolume-discovery): one on --flex-volume-plugin-dir,
+// and with --experimental-mount-namespace (mp not nil) one on the
+// directory of pod-served drivers, whose drivers run in mount pods through
+// pods/exec. They are created by the first controller that asks; each
+// controller gets its own view. A driver is in use while any Node reports
+// one of its volumes attached or in use. The controller-manager has no
+// object of its own to record events on, so discovery problems are logged
+// and counted in metrics.
+type flexProbers struct {
+	mp      *mountPods
+	mu      sync.Mutex
+	probers []*npflex.Prober
+}
+
+// factory returns the ProberFactory of the volume controllers.
+func (f *flexProbers) factory() ProberFactory {
 	return func(ctx context.Context, consumer string, cc upstream.ControllerContext) (volume.DynamicPluginProber, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if probers == nil {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.probers == nil {
 			var err error
-			if probers, err = newFlexProbers(ctx, cc, mp); err != nil {
+			if f.probers, err = newFlexProbers(ctx, cc, f.mp); err != nil {
 				return nil, err
 			}
 		}
 		klog.FromContext(ctx).V(2).Info("Sharing the flexvolume prober", "consumer", consumer)
-		views := make([]volume.DynamicPluginProber, 0, len(probers))
-		for _, p := range probers {
+		views := make([]volume.DynamicPluginProber, 0, len(f.probers))
+		for _, p := range f.probers {
 			views = append(views, p.NewConsumerView())
 		}
 		return npflex.NewMultiView(views...), nil
+	}
+}
+
+// watchReady calls fn with the drivers that become ready in any prober.
+// Call it after the factory has run.
+func (f *flexProbers) watchReady(ctx context.Context, fn func(ctx context.Context, drivers []string)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range f.probers {
+		p.WatchReady(ctx, fn)
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"k8s.io/kubernetes/pkg/controller/volume/attachdetach"
 	"k8s.io/kubernetes/pkg/controller/volume/selinuxwarning"
 	"k8s.io/kubernetes/pkg/volume"
+
+	"github.com/nodeplug/nodeplug/pkg/controller/podreplay"
 )
 
 // ProberFactory returns the dynamic plugin prober one controller uses.
@@ -23,6 +25,10 @@ type VolumeHooks struct {
 	// Prober builds the flexvolume prober of the attach/detach and
 	// SELinux-warning controllers. Nil means upstream's.
 	Prober ProberFactory
+	// flex is nodeplug's prober set behind Prober, if any: when one of its
+	// drivers becomes ready, the attach/detach controller is handed the
+	// pods that use it again.
+	flex *flexProbers
 }
 
 // newVolumeHooks turns the nodeplug options into hooks.
@@ -33,7 +39,8 @@ func newVolumeHooks(np *NodeplugOptions) *VolumeHooks {
 		mp = newMountPods(np.MountNamespace, np.MountPodDriverDir)
 	}
 	if np.FlexVolumeDiscovery || mp != nil {
-		h.Prober = nodeplugFlexProber(mp)
+		h.flex = &flexProbers{mp: mp}
+		h.Prober = h.flex.factory()
 	}
 	return h
 }
@@ -100,14 +107,24 @@ func (h *VolumeHooks) newAttachDetach(ctx context.Context, cc upstream.Controlle
 	}
 	informers := cc.InformerFactory
 	adc := cc.ComponentConfig.AttachDetachController
+	pods := podreplay.New(informers.Core().V1().Pods())
 	ctrl, err := attachdetach.NewAttachDetachController(ctx, client,
-		informers.Core().V1().Pods(), informers.Core().V1().Nodes(),
+		pods.PodInformer(), informers.Core().V1().Nodes(),
 		informers.Core().V1().PersistentVolumeClaims(), informers.Core().V1().PersistentVolumes(),
 		informers.Storage().V1().CSINodes(), informers.Storage().V1().CSIDrivers(), informers.Storage().V1().VolumeAttachments(),
 		plugins, prober, adc.DisableAttachDetachReconcilerSync, adc.ReconcilerSyncLoopPeriod.Duration,
 		adc.DisableForceDetachOnTimeout, attachdetach.DefaultTimerConfig)
 	if err != nil {
 		return nil, fmt.Errorf("creating the attach/detach controller: %w", err)
+	}
+	if h.flex != nil {
+		// Without this, a pod created just before its driver loaded waits
+		// for the controller's periodic pod re-list (3 minutes).
+		pvcs, pvs := informers.Core().V1().PersistentVolumeClaims().Lister(), informers.Core().V1().PersistentVolumes().Lister()
+		h.flex.watchReady(ctx, func(ctx context.Context, drivers []string) {
+			n := pods.Replay(ctx, podreplay.UsesFlexDrivers(drivers, pvcs, pvs))
+			klog.FromContext(ctx).V(2).Info("Flexvolume drivers ready; pods handed to the attach/detach controller again", "drivers", drivers, "pods", n)
+		})
 	}
 	return namedController{name: name, run: ctrl.Run}, nil
 }
