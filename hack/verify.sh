@@ -7,6 +7,8 @@
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 cd "${NODEPLUG_ROOT}"
+# jq for the upgrade script's tests, on a fresh machine too.
+hack/install-deps.sh
 rc=0
 
 unformatted=$(gofmt -l $(git ls-files '*.go') 2>/dev/null || true)

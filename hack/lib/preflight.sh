@@ -3,7 +3,7 @@
 
 # e2fsprogs, util-linux and mount also provide the host tools copied into the
 # mount-utilities image (build/mount-utilities/host-binaries).
-APT_PACKAGES=(containerd runc busybox-static openssl socat conntrack iptables ethtool iproute2
+APT_PACKAGES=(jq containerd runc busybox-static openssl socat conntrack iptables ethtool iproute2
   containernetworking-plugins e2fsprogs util-linux mount curl)
 
 np::preflight::root() {

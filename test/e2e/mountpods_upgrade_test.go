@@ -1,0 +1,157 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeplug/nodeplug/test/e2e/framework"
+)
+
+const muTaintKey = "nodeplug.io/mount-utilities-upgrade"
+
+// TestMountUtilitiesUpgrade: hack/mount-utilities-upgrade.sh replaces the
+// node's mount pod with a new image version while a FUSE volume it serves
+// was in use, and refuses while a consumer that tolerates its taint still
+// uses one.
+func TestMountUtilitiesUpgrade(t *testing.T) {
+	c := framework.Connect(t)
+	c.RequireFlag(t, "kubelet", "--experimental-mount-namespace=kube-mount")
+	ctx := t.Context()
+	t.Cleanup(func() { muRemove(t, c) })
+	old := muDeploy(ctx, t, c)
+	c.CreatePod(ctx, t, muConsumer("mu-up-1", corev1.VolumeSource{FlexVolume: &corev1.FlexVolumeSource{Driver: "nodeplug.io/fuse"}}))
+	c.WaitForPod(ctx, t, "mu-up-1", 120*time.Second, corev1.PodRunning)
+	muNewVersion(ctx, t, c, 2)
+
+	t.Run("refuses while a consumer that tolerates the taint uses a served volume", func(t *testing.T) {
+		tol := muConsumer("mu-up-tol", corev1.VolumeSource{FlexVolume: &corev1.FlexVolumeSource{Driver: "nodeplug.io/fuse"}})
+		tol.Spec.Tolerations = []corev1.Toleration{{Key: muTaintKey, Operator: corev1.TolerationOpExists}}
+		c.CreatePod(ctx, t, tol)
+		c.WaitForPod(ctx, t, "mu-up-tol", 120*time.Second, corev1.PodRunning)
+		out, code := muUpgrade(ctx, t, c, "--timeout", "60", c.NodeName)
+		if code != 3 || !strings.Contains(out, "mu-up-tol") {
+			t.Fatalf("exit %d, want 3 naming mu-up-tol:\n%s", code, out)
+		}
+		if muTainted(ctx, t, c) {
+			t.Errorf("the node keeps the upgrade taint after a refusal")
+		}
+		if _, err := c.Client.CoreV1().Pods(muNamespace).Get(ctx, old, metav1.GetOptions{}); err != nil {
+			t.Errorf("the mount pod %s is gone after a refusal: %v", old, err)
+		}
+		for _, p := range []string{"mu-up-1", "mu-up-tol"} {
+			if got, err := c.Kubectl(ctx, "exec", p, "--", "cat", "/data/f"); err != nil || strings.TrimSpace(got) != "written-by-"+p {
+				t.Errorf("consumer %s lost its volume after a refusal: %q, %v", p, got, err)
+			}
+		}
+		c.DeletePod(t, "mu-up-tol")
+	})
+
+	t.Run("evicts the consumer, replaces the mount pod with the new version, untaints", func(t *testing.T) {
+		out, code := muUpgrade(ctx, t, c, "--timeout", "180", c.NodeName)
+		if code != 0 {
+			t.Fatalf("exit %d:\n%s", code, out)
+		}
+		t.Logf("upgrade steps: %v", muSteps(out))
+		if _, err := c.Client.CoreV1().Pods("default").Get(ctx, "mu-up-1", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("the consumer that does not tolerate the taint was not evicted: %v", err)
+		}
+		if muTainted(ctx, t, c) {
+			t.Errorf("the node keeps the upgrade taint")
+		}
+		cur := muWaitReady(ctx, t, c)
+		pod, err := c.Client.CoreV1().Pods(muNamespace).Get(ctx, cur, metav1.GetOptions{})
+		if err != nil || cur == old || pod.Spec.Containers[0].Image != muImage(2) {
+			t.Fatalf("mount pod %s (was %s) runs %v, want %s: %v", cur, old, pod.Spec.Containers, muImage(2), err)
+		}
+		again, code := muUpgrade(ctx, t, c, c.NodeName)
+		if code != 0 {
+			t.Errorf("a second run is not a no-op: exit %d:\n%s", code, again)
+		}
+		c.CreatePod(ctx, t, muConsumer("mu-up-2", corev1.VolumeSource{FlexVolume: &corev1.FlexVolumeSource{Driver: "nodeplug.io/fuse"}}))
+		c.WaitForPod(ctx, t, "mu-up-2", 120*time.Second, corev1.PodRunning)
+		log, err := c.Kubectl(ctx, "-n", muNamespace, "exec", cur, "--", "cat", "/var/log/nodeplug-fuse/driver.log")
+		if err != nil || !strings.Contains(log, " mount ") {
+			t.Fatalf("the new mount pod did not mount the new consumer's volume: %v\n%s", err, log)
+		}
+	})
+}
+
+func muImage(version int) string {
+	return fmt.Sprintf("docker.io/nodeplug/mount-utilities:%d", version)
+}
+
+// muNewVersion makes image version v of the mount utilities (a new tag of
+// the image local-up built, as a registry would serve a new release) and
+// sets it in the DaemonSet, whose OnDelete strategy leaves running pods
+// alone.
+func muNewVersion(ctx context.Context, t testing.TB, c *framework.Cluster, v int) {
+	t.Helper()
+	sock := filepath.Join(c.Dir, "run", "containerd.sock")
+	out, err := exec.CommandContext(ctx, "ctr", "--address", sock, "-n", "k8s.io", "images", "tag", "--force", muImage(1), muImage(v)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("tag %s: %v: %s", muImage(v), err, out)
+	}
+	if _, err := c.Kubectl(ctx, "-n", muNamespace, "set", "image", "daemonset/"+muDaemonSet, "utilities="+muImage(v)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// muUpgrade runs hack/mount-utilities-upgrade.sh and returns its output and
+// exit code.
+func muUpgrade(ctx context.Context, t testing.TB, c *framework.Cluster, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, filepath.Join("..", "..", "hack", "mount-utilities-upgrade.sh"), args...)
+	cmd.Env = append(os.Environ(), "KUBECTL="+filepath.Join(c.BinDir, "kubectl"), "MU_POLL_INTERVAL=0.5")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return string(out), 0
+	case errors.As(err, &ee):
+		return string(out), ee.ExitCode()
+	}
+	t.Fatalf("running the upgrade script: %v\n%s", err, out)
+	return "", -1
+}
+
+func muTainted(ctx context.Context, t testing.TB, c *framework.Cluster) bool {
+	node, err := c.Client.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, taint := range node.Spec.Taints {
+		if taint.Key == muTaintKey {
+			return true
+		}
+	}
+	return false
+}
+
+var muStepLine = regexp.MustCompile(`^\[[^]]+\] (check|taint|drain|delete|ready|untaint): ([0-9.]+) s$`)
+
+// muSteps returns the seconds of each step the script printed.
+func muSteps(out string) map[string]float64 {
+	steps := map[string]float64{}
+	for _, line := range strings.Split(out, "\n") {
+		if m := muStepLine.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
+			v, _ := strconv.ParseFloat(m[2], 64)
+			steps[m[1]] += v
+		}
+	}
+	return steps
+}
