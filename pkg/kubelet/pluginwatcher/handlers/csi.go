@@ -48,18 +48,51 @@ func CSI() pluginwatcher.Handler {
 	return &csiHandler{upstream: csi.PluginHandler, ready: csiPluginInitialised}
 }
 
+// csiPluginFieldName is the unexported field of upstream's
+// csi.RegistrationHandler that the CSI volume plugin's Init sets. It is
+// read by reflection because upstream offers no other way to know; the
+// tests in csi_upstream_test.go and the entries in
+// hack/upstream-internals.txt fail when upstream changes it.
+const csiPluginFieldName = "csiPlugin"
+
 // csiPluginInitialised reports whether the kubelet ran the CSI volume
 // plugin's Init, which sets the handler's (unexported) plugin pointer right
 // after the node-info manager that RegisterPlugin uses. The pointer is
 // only inspected for nil; it is never read through.
 func csiPluginInitialised() bool {
-	f := reflect.ValueOf(csi.PluginHandler).Elem().FieldByName("csiPlugin")
-	return f.IsValid() && !f.IsNil()
+	f, err := csiPluginField(csi.PluginHandler)
+	return err == nil && !f.IsNil()
+}
+
+// csiPluginField returns h's plugin pointer field, or an error saying how
+// upstream's RegistrationHandler no longer has it.
+func csiPluginField(h *csi.RegistrationHandler) (reflect.Value, error) {
+	f := reflect.ValueOf(h).Elem().FieldByName(csiPluginFieldName)
+	switch {
+	case !f.IsValid():
+		return reflect.Value{}, fmt.Errorf("k8s.io/kubernetes/pkg/volume/csi.RegistrationHandler has no field %s: "+
+			"this nodeplug cannot tell when the kubelet's CSI volume plugin is initialised (see hack/upstream-internals.txt)", csiPluginFieldName)
+	case f.Kind() != reflect.Pointer:
+		return reflect.Value{}, fmt.Errorf("k8s.io/kubernetes/pkg/volume/csi.RegistrationHandler.%s is a %s, not a pointer: "+
+			"this nodeplug cannot tell when the kubelet's CSI volume plugin is initialised (see hack/upstream-internals.txt)", csiPluginFieldName, f.Type())
+	}
+	return f, nil
+}
+
+// notReady is the error of a call made before the CSI volume plugin is
+// initialised: errCSINotReady, which the watcher retries, or, when the
+// upstream field is gone, an error that says so instead of a retry that
+// would never end quietly.
+func notReady() error {
+	if _, err := csiPluginField(csi.PluginHandler); err != nil {
+		return err
+	}
+	return errCSINotReady
 }
 
 func (h *csiHandler) ValidatePlugin(ctx context.Context, name, endpoint string, versions []string) error {
 	if !h.ready() {
-		return errCSINotReady
+		return notReady()
 	}
 	return h.upstream.ValidatePlugin(ctx, name, endpoint, versions)
 }
@@ -72,7 +105,7 @@ func (h *csiHandler) ValidatePlugin(ctx context.Context, name, endpoint string, 
 // ValidatePlugin runs again once the old socket is de-registered.
 func (h *csiHandler) ValidateReplacement(_ context.Context, name, endpoint string, versions []string) error {
 	if !h.ready() {
-		return errCSINotReady
+		return notReady()
 	}
 	if _, err := utilversion.HighestSupportedVersion(versions); err != nil {
 		return fmt.Errorf("CSI driver %s at %s offers no supported CSI version: %w", name, endpoint, err)
@@ -82,7 +115,7 @@ func (h *csiHandler) ValidateReplacement(_ context.Context, name, endpoint strin
 
 func (h *csiHandler) RegisterPlugin(ctx context.Context, name, endpoint string, versions []string, timeout *time.Duration) error {
 	if !h.ready() {
-		return errCSINotReady
+		return notReady()
 	}
 	return h.upstream.RegisterPlugin(ctx, name, endpoint, versions, timeout)
 }
