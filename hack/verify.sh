@@ -2,8 +2,9 @@
 # Static checks: gofmt, go vet (root module with the e2e tag, and every
 # staging module), the go.mod pin, no build outputs or files over 1 MiB in
 # git (with the test of that check), the tests of
-# hack/mount-utilities-upgrade.sh (against a fake kubectl), and shell syntax
-# of hack/ and .ci/.
+# hack/mount-utilities-upgrade.sh (against a fake kubectl), the upstream
+# code nodeplug copies or relies on unchanged since its last review
+# (hack/verify-upstream-internals.sh), and shell syntax of hack/ and .ci/.
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 cd "${NODEPLUG_ROOT}"
@@ -25,6 +26,7 @@ hack/verify-pin.sh || rc=1
 hack/verify-no-artifacts.sh || rc=1
 hack/verify-no-artifacts_test.sh || rc=1
 hack/mount-utilities-upgrade_test.sh || rc=1
+hack/verify-upstream-internals.sh || rc=1
 for f in hack/*.sh hack/lib/*.sh .ci/run; do
   [[ -f "${f}" ]] && { bash -n "${f}" || rc=1; }
 done
