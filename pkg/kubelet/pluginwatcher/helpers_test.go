@@ -271,15 +271,34 @@ func eventually(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-// consistently checks that cond holds for the whole of d.
+// consistently checks that cond holds for the whole of d: it is checked
+// at once, every 5 ms, and once more after d has passed, so that even on a
+// machine too slow to poll during d it is seen at both ends of the window
+// (a loop that only polls while time is left passes without a single
+// check when it starts late). When the checks were too sparse to cover the
+// window, the test log says how sparse.
 func consistently(t testing.TB, what string, d time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
+	start := time.Now()
+	deadline := start.Add(d)
+	checks, last := 0, start
+	var longestGap time.Duration
+	for {
+		now := time.Now()
+		longestGap = max(longestGap, now.Sub(last))
+		last = now
 		if !cond() {
-			t.Fatalf("condition broke: %s", what)
+			t.Fatalf("condition broke after %v (check %d of a %v window): %s", now.Sub(start), checks+1, d, what)
+		}
+		checks++
+		if !now.Before(deadline) {
+			break
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+	if checks < 2 || longestGap > d/2 {
+		t.Logf("consistently %q: only %d checks over %v, up to %v apart (slow machine): a break shorter than that may have been missed",
+			what, checks, time.Since(start), longestGap)
 	}
 }
 

@@ -24,9 +24,39 @@ func writeScript(t *testing.T, body string, mode os.FileMode) string {
 	return p
 }
 
+// waitPid polls, for at most 5 s, until pidFile holds the pid of the
+// script's background child, and returns it. It fails, saying so, when the
+// script never wrote it: without a pid there is nothing to check, and pid 0
+// would signal the test's own process group.
+func waitPid(t *testing.T, pidFile string) int {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, err := os.ReadFile(pidFile)
+		content := strings.TrimSpace(string(b))
+		if pid, perr := strconv.Atoi(content); err == nil && perr == nil && pid > 0 {
+			return pid
+		}
+		if time.Now().After(deadline) {
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				t.Fatalf("pid file %s was never written: the script did not start its background child within 5 s", pidFile)
+			case err != nil:
+				t.Fatalf("reading pid file %s: %v", pidFile, err)
+			default:
+				t.Fatalf("pid file %s holds %q after 5 s, not the pid of the script's background child", pidFile, content)
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // waitGone polls until pid no longer exists, for at most 5 s.
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
+	if pid <= 0 {
+		t.Fatalf("waitGone(%d): not the pid of a child process", pid)
+	}
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
@@ -34,27 +64,31 @@ func waitGone(t *testing.T, pid int) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatalf("process %d still alive", pid)
+	t.Fatalf("background child %d of the killed script still alive 5 s later: the process group was not killed", pid)
 }
 
+// TestContextKillsWholeGroup: cancelling the context kills the script and
+// its background child. The context is cancelled once the child's pid is
+// known, not after a fixed time, so that a slow machine cannot cancel the
+// script before it started the child.
 func TestContextKillsWholeGroup(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	script := writeScript(t, "sleep 300 &\necho $! > "+pidFile+"\nwait\n", 0o755)
-	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	start := time.Now()
-	err := New().CommandContext(ctx, script).Run()
-	if err == nil {
+	c := New().CommandContext(ctx, script)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := waitPid(t, pidFile)
+	cancel()
+	cancelled := time.Now()
+	if err := c.Wait(); err == nil {
 		t.Fatal("expected an error from a killed command")
 	}
-	if d := time.Since(start); d > 4*time.Second {
-		t.Fatalf("Run returned after %v, the group was not killed", d)
+	if d := time.Since(cancelled); d > 4*time.Second {
+		t.Fatalf("Wait returned %v after the context was cancelled: the group was not killed", d)
 	}
-	b, rerr := os.ReadFile(pidFile)
-	if rerr != nil {
-		t.Fatal(rerr)
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	waitGone(t, pid)
 }
 
@@ -65,19 +99,11 @@ func TestStopKillsWholeGroup(t *testing.T) {
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, err := os.Stat(pidFile); err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	pid := waitPid(t, pidFile)
 	c.Stop()
 	if err := c.Wait(); err == nil {
 		t.Fatal("expected an error from a stopped command")
 	}
-	b, _ := os.ReadFile(pidFile)
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	waitGone(t, pid)
 }
 
