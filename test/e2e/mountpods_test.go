@@ -102,7 +102,7 @@ func TestMountUtilitiesInPods(t *testing.T) {
 			t.Fatalf("%s on the host is %q, want a fuse mount", target, typ)
 		}
 		out, err := c.Kubectl(ctx, "-n", muNamespace, "exec", mp, "--", "sh", "-c",
-			"cat /var/log/nodeplug-fuse/driver.log; echo ---; ls /var/lib/nodeplug-fuse/v; pidof nodeplug-fuse-loopback")
+			"cat /var/log/nodeplug-fuse/driver.log; echo ---; ls /var/lib/nodeplug-fuse/"+strings.ReplaceAll(strings.TrimPrefix(target, "/"), "/", "_")+"; pidof nodeplug-fuse-loopback")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -139,7 +139,7 @@ func TestMountDaemonFails(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "vol-a")
 	opts := `{"kubernetes.io/secret/password":"c2VjcmV0","kubernetes.io/pod.name":"p"}`
 	r, code := e.run(t, "mount", dir, opts)
-	want := "boom: cannot serve " + filepath.Join(e.stateDir, "vol-a") + " at " + dir
+	want := "boom: cannot serve " + filepath.Join(e.stateDir, backingName(dir)) + " at " + dir
 	if code != 1 || r.Status != "Failure" || !strings.Contains(r.Message, want) {
 		t.Fatalf("mount = %+v, exit %d; want Failure with the daemon log tail %q", r, code, want)
 	}
@@ -241,7 +241,7 @@ func TestMountAndUnmountWithRealDaemon(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(e.stateDir, "vol-real", "f")); err != nil {
+	if _, err := os.Stat(filepath.Join(e.stateDir, backingName(dir), "f")); err != nil {
 		t.Fatalf("file written through the mount is not in the backing directory: %v", err)
 	}
 
@@ -266,4 +266,9 @@ func TestMountAndUnmountWithRealDaemon(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// backingName is the driver's backing directory name for mount dir dir.
+func backingName(dir string) string {
+	return strings.ReplaceAll(strings.TrimPrefix(dir, "/"), "/", "_")
 }
