@@ -525,6 +525,24 @@ mu::scan_in_use() {
     --arg ns "${MU_NAMESPACE}" --arg node "${MU_NODE}" \
     --arg key "${MU_TAINT_KEY}" --arg value "$(mu::taint_value)" --arg effect "${MU_TAINT_EFFECT}" \
     "${MU_JQ_IN_USE}" >"${MU_TMP}/in-use.tsv"
+  mu::scan_fuse_mounts
+}
+
+# mu::scan_fuse_mounts adds to in-use.tsv the FUSE mounts in the old mount
+# pod's mount table: their daemons run in that pod and die with it. A
+# volume's pod object is gone before the kubelet has unmounted it (and
+# volumes that do not attach never show in status.volumesInUse), so this is
+# what says that the unmount has happened. The pod needs cat.
+mu::scan_fuse_mounts() {
+  [[ -n ${MU_OLD_POD:-} ]] || return 0
+  if ! mu::kubectl exec -n "${MU_NAMESPACE}" "${MU_OLD_POD}" -- cat /proc/self/mountinfo \
+    >"${MU_TMP}/mountinfo" 2>"${MU_TMP}/exec.err"; then
+    mu::warn "cannot read the mount table of ${MU_OLD_POD}: $(tail -n 1 "${MU_TMP}/exec.err")"
+    return 0
+  fi
+  # mountinfo: field 5 is the mount point; after the "-" field, the type.
+  awk '{ for (i = 7; i <= NF; i++) if ($i == "-") { if ($(i + 1) ~ /^fuse/) printf "fuse\t%s\n", $5; break } }' \
+    "${MU_TMP}/mountinfo" >>"${MU_TMP}/in-use.tsv"
 }
 
 mu::json_array() { jq -cn '$ARGS.positional' --args "$@"; }
@@ -541,6 +559,10 @@ mu::describe_in_use() {
         elif [[ -z ${only} ]]; then
           printf '  pod %s: volume %s of %s\n' "${a}" "${b}" "${c}"
         fi
+        ;;
+      fuse)
+        [[ -z ${only} ]] || continue
+        printf '  pod %s/%s: FUSE mount %s (its daemon runs in that pod)\n' "${MU_NAMESPACE}" "${MU_OLD_POD}" "${a}"
         ;;
       node)
         [[ -z ${only} ]] || continue

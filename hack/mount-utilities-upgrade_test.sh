@@ -187,6 +187,12 @@ case ${verb} in
       *) echo "fake kubectl: unexpected get ${pos[0]}" >&2; exit 1 ;;
     esac
     ;;
+  exec)
+    # The old mount pod's mount table: state/mountinfo, emptied by the
+    # countdown in state/unmount_after (polls left).
+    if [[ -f ${state}/mountinfo ]] && countdown unmount_countdown; then rm -f "${state}/mountinfo"; fi
+    cat "${state}/mountinfo" 2>/dev/null || true
+    ;;
   taint)
     printf '%s\n' "${call}" >>"${state}/mutations.log"
     spec=${pos[2]}
@@ -488,6 +494,16 @@ expect_out "timed out after 1 s; still in use:"
 expect_out "  pod default/stuck: volume data of nodeplug.io/fuse"
 expect_out "  node node-a: flexvolume-nodeplug.io/fuse/vol-1 attached (status.volumesAttached)"
 expect_eq "taints" "$(taints)" "[]"
+
+case_start "a FUSE mount the old pod still serves: the delete waits for its unmount"
+new_state fuse-mount
+echo '36 25 0:50 / /var/lib/kubelet/pods/u1/volumes/nodeplug.io~fuse/data rw shared:1 - fuse.nodeplug nodeplug-fuse rw' >"${state}/mountinfo"
+echo 3 >"${state}/unmount_countdown"
+run node-a
+expect_rc 0
+expect_mutations "${TAINT_ADD}" "${DELETE_OLD}" "${TAINT_DEL}"
+expect_out "  pod kube-mount/${OLD}: FUSE mount /var/lib/kubelet/pods/u1/volumes/nodeplug.io~fuse/data (its daemon runs in that pod)"
+[[ ! -f ${state}/mountinfo ]] || fail "deleted the old pod before its FUSE mount went"
 
 case_start "preconditions: exit 2, no changes"
 new_state precondition
