@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -79,6 +80,24 @@ type InformerFinder struct {
 	namespace, node string
 	indexer         cache.Indexer
 	synced          atomic.Pointer[cache.InformerSynced]
+	// keys caches LabelKey by plugin name (validating a key is a regexp
+	// match, the most expensive part of a lookup).
+	keys sync.Map
+}
+
+type cachedKey struct {
+	key string
+	err error
+}
+
+func (f *InformerFinder) labelKey(plugin string) (string, error) {
+	if k, ok := f.keys.Load(plugin); ok {
+		c := k.(cachedKey)
+		return c.key, c.err
+	}
+	key, err := LabelKey(plugin)
+	f.keys.Store(plugin, cachedKey{key, err})
+	return key, err
 }
 
 var _ Finder = &InformerFinder{}
@@ -170,7 +189,7 @@ func (f *InformerFinder) FindPreferring(plugin, node string) (Target, error) {
 	if !f.ready() {
 		return Target{}, ErrNotSynced
 	}
-	key, err := LabelKey(plugin)
+	key, err := f.labelKey(plugin)
 	if err != nil {
 		return Target{}, err
 	}

@@ -32,6 +32,7 @@ func TestMountUtilitiesUpgrade(t *testing.T) {
 	c := framework.Connect(t)
 	c.RequireFlag(t, "kubelet", "--experimental-mount-namespace=kube-mount")
 	ctx := t.Context()
+	t.Setenv("MU_POLL_INTERVAL", "0.5")
 	t.Cleanup(func() { muRemove(t, c) })
 	old := muDeploy(ctx, t, c)
 	c.CreatePod(ctx, t, muConsumer("mu-up-1", corev1.VolumeSource{FlexVolume: &corev1.FlexVolumeSource{Driver: "nodeplug.io/fuse"}}))
@@ -116,7 +117,7 @@ func muNewVersion(ctx context.Context, t testing.TB, c *framework.Cluster, v int
 func muUpgrade(ctx context.Context, t testing.TB, c *framework.Cluster, args ...string) (string, int) {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, filepath.Join("..", "..", "hack", "mount-utilities-upgrade.sh"), args...)
-	cmd.Env = append(os.Environ(), "KUBECTL="+filepath.Join(c.BinDir, "kubectl"), "MU_POLL_INTERVAL=0.5")
+	cmd.Env = append(os.Environ(), "KUBECTL="+filepath.Join(c.BinDir, "kubectl"))
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	switch {
