@@ -26,6 +26,7 @@ hack/verify-pin.sh || rc=1
 hack/verify-no-artifacts.sh || rc=1
 hack/verify-no-artifacts_test.sh || rc=1
 hack/mount-utilities-upgrade_test.sh || rc=1
+hack/cluster-start_test.sh || rc=1
 hack/verify-upstream-internals.sh || rc=1
 for f in hack/*.sh hack/lib/*.sh .ci/run; do
   [[ -f "${f}" ]] && { bash -n "${f}" || rc=1; }

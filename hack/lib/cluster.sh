@@ -25,13 +25,22 @@ np::cluster::node_ip() {
   ip -4 -o addr show scope global 2>/dev/null | awk '{sub(/\/.*/, "", $4); print $4; exit}'
 }
 
-# np::cluster::start NAME COMMAND...: run COMMAND in the background.
+# np::cluster::start NAME COMMAND...: run COMMAND in the background. It
+# returns once the child has exec'd COMMAND: until then /proc/PID/cmdline
+# is this shell's, and np::cluster::pid would take a running process for a
+# dead one (the "exited during start-up" flake).
 np::cluster::start() {
-  local name=$1
+  local name=$1 pid shell i
   shift
   "$@" >"${LOCAL_UP_DIR}/logs/${name}.log" 2>&1 &
-  echo $! >"${LOCAL_UP_DIR}/pids/${name}"
-  np::log "started ${name} (pid $!), log ${LOCAL_UP_DIR}/logs/${name}.log"
+  pid=$!
+  echo "${pid}" >"${LOCAL_UP_DIR}/pids/${name}"
+  shell=$(readlink "/proc/$$/exe")
+  for ((i = 0; i < 200; i++)); do
+    [[ "$(readlink "/proc/${pid}/exe" 2>/dev/null)" == "${shell}" ]] || break
+    sleep 0.05
+  done
+  np::log "started ${name} (pid ${pid}), log ${LOCAL_UP_DIR}/logs/${name}.log"
 }
 
 # np::cluster::pid NAME prints NAME's PID if that process is still ours:
@@ -80,6 +89,13 @@ state = "${LOCAL_UP_DIR}/containerd/state"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+    # RuntimeClass "crun": pods that want a faster exec (mount pods) may
+    # use crun instead of runc.
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.crun]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.crun.options]
+        BinaryName = "/usr/bin/crun"
         SystemdCgroup = false
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
