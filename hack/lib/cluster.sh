@@ -90,13 +90,6 @@ state = "${LOCAL_UP_DIR}/containerd/state"
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
-    # RuntimeClass "crun": pods that want a faster exec (mount pods) may
-    # use crun instead of runc.
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.crun]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.crun.options]
-        BinaryName = "/usr/bin/crun"
-        SystemdCgroup = false
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "${conf}/cni"
