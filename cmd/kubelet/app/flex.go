@@ -3,14 +3,17 @@ package app
 import (
 	"context"
 	"fmt"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kubelet/app/options"
 	"k8s.io/kubernetes/pkg/kubelet"
 	"k8s.io/kubernetes/pkg/volume"
 	utilexec "k8s.io/utils/exec"
 
+	"github.com/nodeplug/nodeplug/pkg/controller/podreplay"
 	"github.com/nodeplug/nodeplug/pkg/flexvolume/prober"
 	"github.com/nodeplug/nodeplug/pkg/util/groupexec"
 	npflex "github.com/nodeplug/nodeplug/pkg/volume/flexvolume"
@@ -48,13 +51,61 @@ func useFlexVolumeDiscovery(ctx context.Context, s *options.KubeletServer, deps 
 		}
 	}
 	deps.DynamicPluginProber = npflex.NewMultiView(views...)
-	deps.Options = append(deps.Options, func(*kubelet.Kubelet) {
+	deps.Options = append(deps.Options, func(k *kubelet.Kubelet) {
 		if deps.Recorder != nil {
 			for _, p := range probers {
 				p.SetEventSink(prober.NewRecorderSink(deps.Recorder, node))
 			}
 		}
+		for _, p := range probers {
+			p.WatchReady(ctx, func(ctx context.Context, drivers []string) { resyncPodsOf(ctx, k, deps, drivers) })
+		}
 	})
 	klog.FromContext(ctx).Info("Nodeplug flexvolume discovery enabled", "dirs", dirs)
 	return nil
 }
+
+// resyncPodsOf hands the kubelet's pods that use drivers, which just became
+// ready, to its pod workers at once: a pod created just before its driver
+// loaded would otherwise wait out the backoff of its failed volume set-up.
+func resyncPodsOf(ctx context.Context, k *kubelet.Kubelet, deps *kubelet.Dependencies, drivers []string) {
+	boundPV := func(namespace, claim string) *v1.PersistentVolume {
+		if deps.KubeClient == nil {
+			return nil
+		}
+		pvc, err := deps.KubeClient.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, claim, metav1.GetOptions{})
+		if err != nil || pvc.Spec.VolumeName == "" {
+			return nil
+		}
+		pv, err := deps.KubeClient.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
+		if err != nil {
+			return nil
+		}
+		return pv
+	}
+	uses := podreplay.UsesFlexDriversVia(drivers, boundPV)
+	var pods []*v1.Pod
+	for _, pod := range k.GetActivePods() {
+		if uses(pod) {
+			pods = append(pods, pod)
+		}
+	}
+	if len(pods) == 0 {
+		return
+	}
+	klog.FromContext(ctx).V(2).Info("Flexvolume drivers ready; syncing the pods that use them", "drivers", drivers, "pods", len(pods))
+	// A sync fails at once while the volume manager still holds the pod's
+	// earlier "no volume plugin matched" error; its populator retries every
+	// 100 ms. So sync after it has, and once more in case it was slow.
+	for _, after := range resyncDelays {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(after):
+		}
+		k.HandlePodSyncs(ctx, pods)
+	}
+}
+
+// resyncDelays are the waits before the syncs of resyncPodsOf.
+var resyncDelays = []time.Duration{300 * time.Millisecond, 1200 * time.Millisecond}
