@@ -27,7 +27,9 @@ const (
 	FlexDriverDir = "/usr/libexec/kubernetes/kubelet-plugins/volume/exec"
 
 	inTreePluginPrefix = "kubernetes.io/"
-	// upstreamFlexPrefix is how upstream's flexvolume plugin names drivers.
+	// upstreamFlexPrefix is a prefix that some flexvolume plugin names carry
+	// (upstream's unique volume names of flex volumes, older plugin names);
+	// v1.37.1's flexvolume plugin is named by the bare driver name.
 	upstreamFlexPrefix = "flexvolume-"
 	maxLabelName       = validation.LabelValueMaxLength // 63, the name part of a key
 )
@@ -38,8 +40,8 @@ var ErrNotMountLabel = errors.New("not a mount label key")
 
 // LabelKey returns the label key that marks pods serving plugin. In-tree
 // plugins are "kubernetes.io/<name>"; any other name is a flexvolume driver
-// ("<vendor>/<driver>" or "<driver>", optionally with upstream's
-// "flexvolume-" prefix).
+// ("<vendor>/<driver>" or "<driver>", optionally with a "flexvolume-"
+// prefix, which is dropped).
 func LabelKey(plugin string) (string, error) {
 	if name, ok := strings.CutPrefix(plugin, inTreePluginPrefix); ok {
 		return checkKey(InTreeLabelPrefix+"/"+name, plugin)

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -218,33 +217,13 @@ func BenchmarkFlexAttach(b *testing.B) {
 		}
 	}
 
-	samples := make([]execSamples, len(paths))
-	var before, after runtime.MemStats
-	for i := 0; b.Loop(); i++ {
-		for k := range paths {
-			j := (i + k) % len(paths)
-			runtime.ReadMemStats(&before)
-			start := time.Now()
-			call(paths[j], i)
-			d := time.Since(start)
-			runtime.ReadMemStats(&after)
-			s := &samples[j]
-			s.lat = append(s.lat, d)
-			s.bytes += after.TotalAlloc - before.TotalAlloc
-			s.allocs += after.Mallocs - before.Mallocs
-		}
-	}
-	p50 := map[string]float64{}
+	names := make([]string, len(paths))
 	for j, p := range paths {
-		s := samples[j]
-		if len(s.lat) == 0 {
-			return
-		}
-		p50[p.name] = ms(quantile(s.lat, 0.50))
-		b.ReportMetric(p50[p.name], p.name+"-p50-ms")
-		b.ReportMetric(ms(quantile(s.lat, 0.99)), p.name+"-p99-ms")
-		b.ReportMetric(float64(s.bytes)/float64(len(s.lat)), p.name+"-B/call")
-		b.ReportMetric(float64(s.allocs)/float64(len(s.lat)), p.name+"-allocs/call")
+		names[j] = p.name
+	}
+	p50 := rotatePaths(b, names, func(j, i int) { call(paths[j], i) })
+	if p50 == nil {
+		return
 	}
 	b.ReportMetric(p50["api"]/p50["host"], "api/host-p50")
 	b.ReportMetric(p50["cri"]/p50["host"], "cri/host-p50")

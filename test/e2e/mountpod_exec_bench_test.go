@@ -144,33 +144,13 @@ func benchExecPaths(b *testing.B, paths []execPath, argv []string) {
 	for _, p := range paths {
 		call(p)
 	}
-	samples := make([]execSamples, len(paths))
-	var before, after runtime.MemStats
-	for i := 0; b.Loop(); i++ {
-		for k := range paths {
-			j := (i + k) % len(paths)
-			runtime.ReadMemStats(&before)
-			start := time.Now()
-			call(paths[j])
-			d := time.Since(start)
-			runtime.ReadMemStats(&after)
-			s := &samples[j]
-			s.lat = append(s.lat, d)
-			s.bytes += after.TotalAlloc - before.TotalAlloc
-			s.allocs += after.Mallocs - before.Mallocs
-		}
-	}
-	p50 := map[string]float64{}
+	names := make([]string, len(paths))
 	for j, p := range paths {
-		s := samples[j]
-		if len(s.lat) == 0 {
-			return
-		}
-		p50[p.name] = ms(quantile(s.lat, 0.50))
-		b.ReportMetric(p50[p.name], p.name+"-p50-ms")
-		b.ReportMetric(ms(quantile(s.lat, 0.99)), p.name+"-p99-ms")
-		b.ReportMetric(float64(s.bytes)/float64(len(s.lat)), p.name+"-B/call")
-		b.ReportMetric(float64(s.allocs)/float64(len(s.lat)), p.name+"-allocs/call")
+		names[j] = p.name
+	}
+	p50 := rotatePaths(b, names, func(j, _ int) { call(paths[j]) })
+	if p50 == nil {
+		return
 	}
 	b.ReportMetric(p50["api"]/p50["cri"], "api/cri-p50")
 	if r, ok := p50["runc"]; ok {
@@ -368,4 +348,40 @@ func removeMountUtilities(b *testing.B, c *framework.Cluster, ds, ns bool) {
 			b.Errorf("namespace %s still exists: %v", mountNamespace, errors.Join(err, ctx.Err()))
 		}
 	}
+}
+
+// rotatePaths runs call(path index, iteration) for every path once per
+// benchmark iteration, rotating their order each time so that all paths see
+// the same machine state, and reports each path's p50, p99 and allocations
+// per call. It returns the p50s in ms by name, or nil without samples.
+func rotatePaths(b *testing.B, names []string, call func(j, i int)) map[string]float64 {
+	samples := make([]execSamples, len(names))
+	var before, after runtime.MemStats
+	for i := 0; b.Loop(); i++ {
+		for k := range names {
+			j := (i + k) % len(names)
+			runtime.ReadMemStats(&before)
+			start := time.Now()
+			call(j, i)
+			d := time.Since(start)
+			runtime.ReadMemStats(&after)
+			s := &samples[j]
+			s.lat = append(s.lat, d)
+			s.bytes += after.TotalAlloc - before.TotalAlloc
+			s.allocs += after.Mallocs - before.Mallocs
+		}
+	}
+	p50 := map[string]float64{}
+	for j, name := range names {
+		s := samples[j]
+		if len(s.lat) == 0 {
+			return nil
+		}
+		p50[name] = ms(quantile(s.lat, 0.50))
+		b.ReportMetric(p50[name], name+"-p50-ms")
+		b.ReportMetric(ms(quantile(s.lat, 0.99)), name+"-p99-ms")
+		b.ReportMetric(float64(s.bytes)/float64(len(s.lat)), name+"-B/call")
+		b.ReportMetric(float64(s.allocs)/float64(len(s.lat)), name+"-allocs/call")
+	}
+	return p50
 }

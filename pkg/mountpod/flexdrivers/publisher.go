@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	utilstrings "k8s.io/utils/strings"
 
 	"github.com/nodeplug/nodeplug/pkg/flexvolume/driver"
 	"github.com/nodeplug/nodeplug/pkg/mountpod"
@@ -143,7 +144,7 @@ func (p *Publisher) desired(ctx context.Context) map[string]placeholder {
 		if strings.HasPrefix(plugin, "kubernetes.io/") {
 			continue
 		}
-		d, err := driver.ParseDirName(strings.Replace(plugin, "/", "~", 1))
+		d, err := driver.ParseDirName(utilstrings.EscapeQualifiedName(plugin))
 		if err != nil {
 			if _, seen := p.invalid.LoadOrStore(plugin, true); !seen {
 				klog.FromContext(ctx).Info("Mount pod label names an invalid flexvolume driver", "driver", plugin, "pod", t.String(), "err", err)

@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/klog/v2"
 	utilexec "k8s.io/utils/exec"
+	utilstrings "k8s.io/utils/strings"
 
 	"github.com/nodeplug/nodeplug/pkg/mountpod"
 )
@@ -133,7 +134,7 @@ func (f *flexExec) Command(cmd string, args ...string) utilexec.Cmd {
 
 func (f *flexExec) CommandContext(ctx context.Context, execPath string, args ...string) utilexec.Cmd {
 	dirName := filepath.Base(filepath.Dir(execPath))
-	drv := strings.Replace(dirName, "~", "/", 1)
+	drv := utilstrings.UnescapeQualifiedName(dirName)
 	t, err := f.r.find(drv, flexNodeArg(args))
 	if err == nil {
 		inPod := path.Join(mountpod.FlexDriverDir, dirName, filepath.Base(execPath))

@@ -3,6 +3,8 @@ package podmount
 import (
 	"path/filepath"
 	"strings"
+
+	utilstrings "k8s.io/utils/strings"
 )
 
 // flexDevicePrefix is where flexvolume device mounts live under plugins/.
@@ -22,7 +24,7 @@ func PluginForPath(root, target string) string {
 	parts := strings.Split(rel, string(filepath.Separator))
 	switch {
 	case len(parts) >= 4 && parts[0] == "pods" && parts[2] == "volumes":
-		return strings.Replace(parts[3], "~", "/", 1)
+		return utilstrings.UnescapeQualifiedName(parts[3])
 	case len(parts) >= 3 && parts[0] == "plugins":
 		name := parts[1] + "/" + parts[2]
 		if name != flexDevicePrefix {
