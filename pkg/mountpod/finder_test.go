@@ -91,14 +91,13 @@ func TestFind(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			got, err := finderWith(t, tc.pods...).Find(tc.plugin)
-			var np *NoPodError
 			switch {
 			case tc.wantError != "":
 				if err == nil || !strings.Contains(err.Error(), tc.wantError) {
 					t.Fatalf("err %v, want %q", err, tc.wantError)
 				}
 			case tc.want == "":
-				if !errors.As(err, &np) {
+				if _, ok := errors.AsType[*NoPodError](err); !ok {
 					t.Fatalf("got %+v, %v; want NoPodError", got, err)
 				}
 				key, _ := LabelKey(tc.plugin)

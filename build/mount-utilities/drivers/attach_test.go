@@ -54,8 +54,7 @@ func (e *attachEnv) run(t *testing.T, args ...string) (attachReply, int) {
 	cmd.WaitDelay = 2 * time.Second
 	out, err := cmd.Output()
 	code := 0
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
+	if exit, ok := errors.AsType[*exec.ExitError](err); ok {
 		code = exit.ExitCode()
 	} else if err != nil {
 		t.Fatalf("driver %q: %v", args, err)

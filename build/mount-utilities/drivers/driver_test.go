@@ -73,8 +73,7 @@ func (e *env) run(t *testing.T, args ...string) (reply, int) {
 		t.Fatalf("driver %q: stdout still open after the driver exited (a child holds it)", args)
 	}
 	code := 0
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
+	if exit, ok := errors.AsType[*exec.ExitError](err); ok {
 		code = exit.ExitCode()
 	} else if err != nil {
 		t.Fatalf("driver %q: %v", args, err)

@@ -11,6 +11,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -48,17 +49,20 @@ func main() {
 		flags.Usage()
 		os.Exit(2)
 	}
+	logger := klog.Background()
+	ctx := klog.NewContext(context.Background(), logger)
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
-	if err := run(flags.Arg(0), flags.Arg(1), *debug, signals); err != nil {
-		klog.ErrorS(err, "FUSE loopback failed", "source", flags.Arg(0), "mountpoint", flags.Arg(1))
-		klog.Flush()
-		os.Exit(1)
+	code := 0
+	if err := run(ctx, flags.Arg(0), flags.Arg(1), *debug, signals); err != nil {
+		logger.Error(err, "FUSE loopback failed", "source", flags.Arg(0), "mountpoint", flags.Arg(1))
+		code = 1
 	}
-	klog.Flush()
+	klog.FlushAndExit(klog.ExitFlushTimeout, code)
 }
 
-func run(source, mountpoint string, debug bool, signals <-chan os.Signal) error {
+func run(ctx context.Context, source, mountpoint string, debug bool, signals <-chan os.Signal) error {
+	logger := klog.FromContext(ctx)
 	source, err := filepath.Abs(source)
 	if err != nil {
 		return fmt.Errorf("source: %w", err)
@@ -86,7 +90,7 @@ func run(source, mountpoint string, debug bool, signals <-chan os.Signal) error 
 	if err != nil {
 		return fmt.Errorf("mounting %s at %s: %w", source, mountpoint, err)
 	}
-	klog.InfoS("Serving", "source", source, "mountpoint", mountpoint, "type", "fuse."+fsType)
+	logger.Info("Serving", "source", source, "mountpoint", mountpoint, "type", "fuse."+fsType)
 
 	served := make(chan struct{})
 	go func() {
@@ -95,33 +99,34 @@ func run(source, mountpoint string, debug bool, signals <-chan os.Signal) error 
 	}()
 	select {
 	case <-served:
-		klog.InfoS("Unmounted from outside, exiting", "mountpoint", mountpoint)
+		logger.Info("Unmounted from outside, exiting", "mountpoint", mountpoint)
 		return nil
 	case sig := <-signals:
-		klog.InfoS("Unmounting", "signal", sig.String(), "mountpoint", mountpoint)
-		return unmount(server, mountpoint, served)
+		logger.Info("Unmounting", "signal", sig.String(), "mountpoint", mountpoint)
+		return unmount(ctx, server, mountpoint, served)
 	}
 }
 
 // unmount unmounts mountpoint and waits for the server to stop. A mount
 // that is busy is detached lazily and given detachWait to be released.
-func unmount(server *fuse.Server, mountpoint string, served <-chan struct{}) error {
+func unmount(ctx context.Context, server *fuse.Server, mountpoint string, served <-chan struct{}) error {
+	logger := klog.FromContext(ctx)
 	if err := server.Unmount(); err != nil {
 		select {
 		case <-served: // unmounted from outside meanwhile
 			return nil
 		default:
 		}
-		klog.ErrorS(err, "Unmount failed, detaching lazily", "mountpoint", mountpoint)
+		logger.Error(err, "Unmount failed, detaching lazily", "mountpoint", mountpoint)
 		if err := syscall.Unmount(mountpoint, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
 			return fmt.Errorf("detaching %s: %w", mountpoint, err)
 		}
 	}
 	select {
 	case <-served:
-		klog.InfoS("Unmounted", "mountpoint", mountpoint)
+		logger.Info("Unmounted", "mountpoint", mountpoint)
 	case <-time.After(detachWait):
-		klog.InfoS("Detached mount still in use, exiting anyway", "mountpoint", mountpoint, "waited", detachWait)
+		logger.Info("Detached mount still in use, exiting anyway", "mountpoint", mountpoint, "waited", detachWait)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -32,19 +33,20 @@ func main() {
 	// Parsing stops at the first non-flag argument: the command's own
 	// flags are left alone.
 	_ = flags.Parse(os.Args[1:])
+	logger := klog.Background()
+	ctx := klog.NewContext(context.Background(), logger)
 
 	// Register before anything can exit, so that no SIGCHLD is missed.
 	signals := make(chan os.Signal, 16)
 	signal.Notify(signals, syscall.SIGCHLD, syscall.SIGTERM, syscall.SIGINT)
 	if os.Getpid() != 1 {
 		if err := supervisor.BecomeSubreaper(); err != nil {
-			klog.ErrorS(err, "Not PID 1 and cannot become a child subreaper: orphans will not be reaped here")
+			logger.Error(err, "Not PID 1 and cannot become a child subreaper: orphans will not be reaped here")
 		}
 	}
-	code, err := supervisor.Run(flags.Args(), signals)
+	code, err := supervisor.Run(ctx, flags.Args(), signals)
 	if err != nil {
-		klog.ErrorS(err, "Supervisor failed")
+		logger.Error(err, "Supervisor failed")
 	}
-	klog.Flush()
-	os.Exit(code)
+	klog.FlushAndExit(klog.ExitFlushTimeout, code)
 }

@@ -181,9 +181,9 @@ func (d *driver) status(cmd Command, ce *CallError, r *Response, perr, exitErr e
 func startError(err error) error {
 	switch {
 	case errors.Is(err, fs.ErrPermission):
-		return fmt.Errorf("%w: %v", ErrPermissionDenied, err)
+		return fmt.Errorf("%w: %w", ErrPermissionDenied, err)
 	case errors.Is(err, utilexec.ErrExecutableNotFound), errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("%w: %v", ErrExecutableNotFound, err)
+		return fmt.Errorf("%w: %w", ErrExecutableNotFound, err)
 	}
 	return fmt.Errorf("running driver: %w", err)
 }

@@ -25,7 +25,7 @@ func ParseResponse(out []byte) (*Response, error) {
 	caps := DefaultCapabilities()
 	r := Response{Capabilities: &caps}
 	if err := json.Unmarshal(trimmed, &r); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidOutput, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOutput, err)
 	}
 	if r.Capabilities == nil {
 		d := DefaultCapabilities()

@@ -174,8 +174,7 @@ func mapError(err error) error {
 	if err == nil {
 		return nil
 	}
-	var ee *osexec.ExitError
-	if errors.As(err, &ee) {
+	if ee, ok := errors.AsType[*osexec.ExitError](err); ok {
 		return &utilexec.ExitErrorWrapper{ExitError: ee}
 	}
 	if errors.Is(err, osexec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {

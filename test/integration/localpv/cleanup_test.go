@@ -89,7 +89,7 @@ func TestNoPVWhileCleanupUnfinishedAcrossRestarts(t *testing.T) {
 	e.requireNoPV(t, name, "cleanup failed")
 	stop()
 	stop = e.startMaster(t, time.Minute)
-	seen = sim.waitForDiscovery(t, "node-a", seen)
+	sim.waitForDiscovery(t, "node-a", seen)
 	e.requireNoPV(t, name, "cleanup failed, after a restart")
 	if _, err := e.cp.Client.BatchV1().Jobs(namespace).Get(t.Context(), first, metav1.GetOptions{}); err != nil {
 		t.Fatalf("the failed cleanup Job lost its lock: %v", err)

@@ -75,11 +75,6 @@ type kubeletSim struct {
 	discovered map[string][]types.UID
 }
 
-func startSim(t *testing.T, client kubernetes.Interface) *kubeletSim {
-	t.Helper()
-	return startSimWorkers(t, client, 1)
-}
-
 // startSimWorkers starts a simulator that runs up to workers Jobs at once.
 func startSimWorkers(t testing.TB, client kubernetes.Interface, workers int) *kubeletSim {
 	t.Helper()

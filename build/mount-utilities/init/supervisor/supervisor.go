@@ -6,6 +6,7 @@
 package supervisor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -30,7 +31,7 @@ func BecomeSubreaper() error {
 }
 
 // Run supervises until it is told to stop and returns the exit code of the
-// process. signals must deliver SIGCHLD, SIGTERM and SIGINT (the caller
+// process; it logs through ctx's logger. signals must deliver SIGCHLD, SIGTERM and SIGINT (the caller
 // registers them with signal.Notify before any child can exit).
 //
 // With no args, Run only reaps: it returns 0 on SIGTERM or SIGINT. With
@@ -38,29 +39,30 @@ func BecomeSubreaper() error {
 // arguments, forwards SIGTERM and SIGINT to it, and returns when it exits:
 // 0 if it exited 0 or was killed by a signal that Run forwarded, its exit
 // status otherwise, and 128+N if signal N killed it unasked.
-func Run(args []string, signals <-chan os.Signal) (int, error) {
+func Run(ctx context.Context, args []string, signals <-chan os.Signal) (int, error) {
+	logger := klog.FromContext(ctx)
 	if len(args) == 0 {
-		return pause(signals), nil
+		return pause(logger, signals), nil
 	}
-	return supervise(args, signals)
+	return supervise(logger, args, signals)
 }
 
-func pause(signals <-chan os.Signal) int {
-	klog.InfoS("No command: reaping orphans until SIGTERM")
-	reap(0)
+func pause(logger klog.Logger, signals <-chan os.Signal) int {
+	logger.Info("No command: reaping orphans until SIGTERM")
+	reap(logger, 0)
 	for sig := range signals {
 		switch sig {
 		case syscall.SIGCHLD:
-			reap(0)
+			reap(logger, 0)
 		case syscall.SIGTERM, syscall.SIGINT:
-			klog.InfoS("Stopping", "signal", sig.String())
+			logger.Info("Stopping", "signal", sig.String())
 			return 0
 		}
 	}
 	return 0
 }
 
-func supervise(args []string, signals <-chan os.Signal) (int, error) {
+func supervise(logger klog.Logger, args []string, signals <-chan os.Signal) (int, error) {
 	path, err := exec.LookPath(args[0])
 	if err != nil {
 		return 1, fmt.Errorf("command %q: %w", args[0], err)
@@ -73,24 +75,24 @@ func supervise(args []string, signals <-chan os.Signal) (int, error) {
 	}
 	// The child is reaped by reap (wait4 on any pid), never by child.Wait.
 	defer func() { _ = child.Release() }()
-	klog.InfoS("Started command", "command", args, "pid", child.Pid)
+	logger.Info("Started command", "command", args, "pid", child.Pid)
 
 	var forwarded syscall.Signal
-	if status, done := reap(child.Pid); done {
+	if status, done := reap(logger, child.Pid); done {
 		return exitCode(status, forwarded), nil
 	}
 	for sig := range signals {
 		switch sig {
 		case syscall.SIGCHLD:
-			if status, done := reap(child.Pid); done {
-				klog.InfoS("Command exited", "pid", child.Pid, "status", describe(status))
+			if status, done := reap(logger, child.Pid); done {
+				logger.Info("Command exited", "pid", child.Pid, "status", describe(status))
 				return exitCode(status, forwarded), nil
 			}
 		case syscall.SIGTERM, syscall.SIGINT:
 			s := sig.(syscall.Signal)
-			klog.InfoS("Forwarding signal", "signal", sig.String(), "pid", child.Pid)
+			logger.Info("Forwarding signal", "signal", sig.String(), "pid", child.Pid)
 			if err := child.Signal(s); err != nil && !errors.Is(err, os.ErrProcessDone) {
-				klog.ErrorS(err, "Forwarding signal failed", "signal", sig.String(), "pid", child.Pid)
+				logger.Error(err, "Forwarding signal failed", "signal", sig.String(), "pid", child.Pid)
 			}
 			forwarded = s
 		}
@@ -100,7 +102,7 @@ func supervise(args []string, signals <-chan os.Signal) (int, error) {
 
 // reap collects every child that has exited, without blocking. If one of
 // them is pid, it returns its status and true.
-func reap(pid int) (syscall.WaitStatus, bool) {
+func reap(logger klog.Logger, pid int) (syscall.WaitStatus, bool) {
 	var (
 		found  bool
 		status syscall.WaitStatus
@@ -119,7 +121,7 @@ func reap(pid int) (syscall.WaitStatus, bool) {
 			found, status = true, ws
 			continue
 		}
-		klog.V(2).InfoS("Reaped orphan", "pid", got, "status", describe(ws))
+		logger.V(2).Info("Reaped orphan", "pid", got, "status", describe(ws))
 	}
 }
 

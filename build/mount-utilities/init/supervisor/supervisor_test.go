@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"k8s.io/klog/v2/ktesting"
 )
 
 // The test process plays PID 1: orphans of its descendants come to it.
@@ -39,9 +41,10 @@ func start(t *testing.T, args []string) (chan<- os.Signal, <-chan result) {
 		default:
 		}
 	})
+	_, ctx := ktesting.NewTestContext(t)
 	done := make(chan result, 1)
 	go func() {
-		code, err := Run(args, signals)
+		code, err := Run(ctx, args, signals)
 		done <- result{code, err}
 	}()
 	return signals, done

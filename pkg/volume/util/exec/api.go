@@ -7,10 +7,10 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/streaming/pkg/httpstream"
 	utilexec "k8s.io/utils/exec"
 
 	"github.com/nodeplug/nodeplug/pkg/mountpod"
@@ -56,9 +56,15 @@ func defaultStreamExecutor(config *rest.Config, req *rest.Request) (remotecomman
 	if err != nil {
 		return nil, err
 	}
-	return remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
-		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
-	})
+	return remotecommand.NewFallbackExecutor(ws, spdy, fallBackToSPDY)
+}
+
+// fallBackToSPDY tells whether a WebSocket exec failed in a way SPDY may
+// not. The error types come from k8s.io/streaming, the package client-go's
+// executors use: apimachinery's deprecated httpstream declares a type of
+// the same name that their errors never match.
+func fallBackToSPDY(err error) bool {
+	return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
 }
 
 // ExecInPod implements PodExecutor.

@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
 	clientexec "k8s.io/client-go/util/exec"
+	"k8s.io/streaming/pkg/httpstream"
 	utilexec "k8s.io/utils/exec"
 )
 
@@ -81,6 +83,27 @@ func TestAPIExecutor(t *testing.T) {
 				if !strings.Contains(url, want) {
 					t.Errorf("url %s lacks %s", url, want)
 				}
+			}
+		})
+	}
+}
+
+func TestFallBackToSPDY(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{name: "upgrade failure from client-go's WebSocket executor",
+			err: fmt.Errorf("connecting: %w", &httpstream.UpgradeFailureError{Cause: errors.New("403")}), want: true},
+		{name: "HTTPS proxy dial error", err: errors.New("proxy: unknown scheme: https"), want: true},
+		{name: "command failed", err: errors.New("command terminated with exit code 1"), want: false},
+		{name: "no error", err: nil, want: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := fallBackToSPDY(tc.err); got != tc.want {
+				t.Errorf("fallBackToSPDY(%v) = %v, want %v", tc.err, got, tc.want)
 			}
 		})
 	}

@@ -144,7 +144,7 @@ func (f *flexExec) CommandContext(ctx context.Context, execPath string, args ...
 	podsOnly := f.servedByPodsOnly(execPath)
 	switch {
 	case errors.As(err, &noPod) && podsOnly:
-		return errCmd{fmt.Errorf("flexvolume driver %s is served by mount pods only, and %v: %w", drv, noPod, fs.ErrNotExist)}
+		return errCmd{fmt.Errorf("flexvolume driver %s is served by mount pods only, and %w: %w", drv, noPod, fs.ErrNotExist)}
 	case errors.As(err, &noPod), errors.Is(err, mountpod.ErrNotSynced) && !podsOnly:
 		// A driver installed on the host runs there until a pod serves it,
 		// also while the pod cache fills after a restart.
