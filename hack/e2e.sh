@@ -2,7 +2,9 @@
 # Runs the e2e suite: brings up the local cluster, runs the Go tests in
 # test/e2e (build tag e2e) against it, and tears the cluster down again,
 # also when a test fails or the run is interrupted. Extra arguments go to
-# go test (e.g. -run TestFlex).
+# go test (e.g. -run TestFlex). Before the suite, hack/local-up-faults_test.sh
+# tests the cluster scripts' fault handling (E2E_FAULTS=0 leaves it out
+# outside CI).
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 # The features under test are switched on in both binaries. This comes
@@ -28,7 +30,14 @@ teardown() {
 }
 trap teardown EXIT
 
-"${NODEPLUG_ROOT}/hack/local-up-cluster.sh"
+[[ "${SKIP_BUILD:-0}" == 1 ]] || "${NODEPLUG_ROOT}/hack/build.sh"
+# local-up and local-down under faults (port taken, failure half way, a
+# killed cluster), in a cluster directory of their own. E2E_FAULTS=0 leaves
+# them out of a developer's run; CI always runs them.
+if [[ "${E2E_FAULTS:-1}" != 0 || "${CI:-}" == true ]]; then
+  "${NODEPLUG_ROOT}/hack/local-up-faults_test.sh"
+fi
+SKIP_BUILD=1 "${NODEPLUG_ROOT}/hack/local-up-cluster.sh"
 export KUBECONFIG=${LOCAL_UP_DIR}/pki/admin.kubeconfig LOCAL_UP_DIR BIN_DIR NODE_NAME
 cd "${NODEPLUG_ROOT}"
 go test -tags e2e -count=1 -timeout 30m "$@" ./test/e2e/...

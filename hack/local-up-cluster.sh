@@ -3,7 +3,9 @@
 # kube-controller-manager are nodeplug's builds: installs what is missing
 # (apt), builds the binaries and images, writes certificates, starts etcd,
 # kube-apiserver, kube-scheduler, kube-controller-manager, containerd and
-# the kubelet, and waits until the node is Ready and a pod runs.
+# the kubelet and kube-proxy, and waits until the node is Ready and a pod
+# runs. If it fails half way, the processes it started keep running for
+# inspection; 'make local-down' removes everything.
 #
 # Environment: NODE_NAME, KUBELET_EXTRA_FLAGS, KCM_EXTRA_FLAGS,
 # SKIP_BUILD=1 (reuse ${BIN_DIR}), LOCAL_UP_DIR.
@@ -15,6 +17,7 @@ source "${NODEPLUG_ROOT}/hack/lib/cluster.sh"
 source "${NODEPLUG_ROOT}/hack/lib/preflight.sh"
 source "${NODEPLUG_ROOT}/hack/lib/pki.sh"
 source "${NODEPLUG_ROOT}/hack/lib/images.sh"
+source "${NODEPLUG_ROOT}/hack/lib/netfilter.sh"
 
 export KUBECONFIG=${LOCAL_UP_DIR}/pki/admin.kubeconfig
 kubectl() { "${BIN_DIR}/kubectl" "$@"; }
@@ -34,6 +37,8 @@ main() {
   mkdir -p "${LOCAL_UP_DIR}"/{logs,pids}
   # Remember the network namespaces that are not ours, for local-down.
   ls /run/netns 2>/dev/null >"${LOCAL_UP_DIR}/netns-before" || true
+  np::netfilter::snapshot "${LOCAL_UP_DIR}/iptables-before"
+  trap half_up EXIT
   np::pki::generate
   np::images::build
   np::cluster::write_configs
@@ -56,6 +61,7 @@ main() {
     kubectl wait --for=condition=Ready "node/${NODE_NAME}" --timeout=1s ||
     np::die "node ${NODE_NAME} did not become Ready" "see ${LOCAL_UP_DIR}/logs/kubelet.log"
   local ready=$((SECONDS - launched))
+  np::cluster::start_kube_proxy
   np::wait_for 60 "default service account" kubectl get serviceaccount default ||
     np::die "the default service account was not created" "see ${LOCAL_UP_DIR}/logs/kube-controller-manager.log"
   smoke_pod
@@ -67,6 +73,18 @@ Local cluster is up (node Ready ${ready} s after launch, $((SECONDS - started)) 
 Logs: ${LOCAL_UP_DIR}/logs   Stop it with: make local-down
 MSG
   echo "${ready}" >"${LOCAL_UP_DIR}/node-ready-seconds"
+  trap - EXIT
+}
+
+# half_up tells, when local-up fails after it has started creating state,
+# that the cluster is half up and how to remove it.
+half_up() {
+  local rc=$?
+  ((rc == 0)) && return 0
+  printf '\nThe local cluster is half up: what started keeps running for inspection (logs in %s).\n' \
+    "${LOCAL_UP_DIR}/logs" >&2
+  printf "Remove it with 'make local-down'; 'make local-up' also cleans it up before it starts again.\n" >&2
+  exit "${rc}"
 }
 
 # mount_pod_rbac applies deploy/mount-utilities' namespace and the

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # np::build::all builds every binary the local cluster and the tests need
 # into ${BIN_DIR}: nodeplug's own commands, upstream's kube-apiserver,
-# kube-scheduler and kubectl, and etcd, all from the module graph pinned by
-# go.mod (so from the Go module proxy and nothing else).
+# kube-scheduler, kube-proxy and kubectl, and etcd, all from the module
+# graph pinned by go.mod (so from the Go module proxy and nothing else).
 
 np::build::ldflags() {
   local major minor commit
@@ -23,7 +23,8 @@ np::build::all() {
     cd "${NODEPLUG_ROOT}"
     go build -ldflags "$(np::build::ldflags)" -o "${BIN_DIR}/" \
       ./cmd/kubelet ./cmd/kube-controller-manager ./hack/tools/etcd ./hack/tools/mkimage \
-      k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl &&
+      k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-proxy \
+      k8s.io/kubernetes/cmd/kubectl &&
     # Binaries that go into images (build/*) are static: the images have no libc
     # (the mount-utilities image carries the host's libc for the host's tools only).
     CGO_ENABLED=0 go build -ldflags "-s -w" -o "${BIN_DIR}/" \

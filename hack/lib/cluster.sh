@@ -7,7 +7,8 @@ NODE_NAME=${NODE_NAME:-nodeplug-node}
 APISERVER_PORT=${APISERVER_PORT:-6443}
 ETCD_PORT=${ETCD_PORT:-2379}
 ETCD_PEER_PORT=${ETCD_PEER_PORT:-2380}
-CLUSTER_PORTS=("${APISERVER_PORT}" "${ETCD_PORT}" "${ETCD_PEER_PORT}" 10248 10250 10257 10259)
+# 10249 and 10256: kube-proxy's metrics and health.
+CLUSTER_PORTS=("${APISERVER_PORT}" "${ETCD_PORT}" "${ETCD_PEER_PORT}" 10248 10249 10250 10256 10257 10259)
 CONTAINERD_SOCK=${LOCAL_UP_DIR}/run/containerd.sock
 CNI_BRIDGE=nodeplug0
 POD_CIDR=10.88.0.0/16
@@ -96,7 +97,7 @@ state = "${LOCAL_UP_DIR}/containerd/state"
 TOML
   cat >"${conf}/cni/10-nodeplug.conflist" <<JSON
 {"cniVersion": "1.0.0", "name": "nodeplug", "plugins": [
-  {"type": "bridge", "bridge": "${CNI_BRIDGE}", "isGateway": true, "ipMasq": false,
+  {"type": "bridge", "bridge": "${CNI_BRIDGE}", "isGateway": true, "ipMasq": false, "hairpinMode": true,
    "ipam": {"type": "host-local", "ranges": [[{"subnet": "${POD_CIDR}"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
   {"type": "portmap", "capabilities": {"portMappings": true}}
 ]}
@@ -125,6 +126,19 @@ imageGCLowThresholdPercent: 99
 evictionHard: {"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%", "nodefs.inodesFree": "1%"}
 failSwapOn: false
 registerNode: true
+YAML
+  cat >"${conf}/kube-proxy.yaml" <<YAML
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection: {kubeconfig: ${LOCAL_UP_DIR}/pki/kube-proxy.kubeconfig}
+hostnameOverride: ${NODE_NAME}
+mode: iptables
+clusterCIDR: ${POD_CIDR}
+nodePortAddresses: [primary]
+healthzBindAddress: 127.0.0.1:10256
+metricsBindAddress: 127.0.0.1:10249
+# Zero: leave the host's conntrack table size and timeouts as they are.
+conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
 YAML
 }
 
@@ -164,6 +178,13 @@ np::cluster::start_apiserver() {
 np::cluster::start_scheduler() {
   np::cluster::start kube-scheduler "${BIN_DIR}/kube-scheduler" \
     --kubeconfig "${LOCAL_UP_DIR}/pki/kube-scheduler.kubeconfig" --leader-elect=false
+}
+
+# np::cluster::start_kube_proxy starts upstream's kube-proxy (iptables
+# mode), so that pods reach ClusterIP services such as kubernetes.default.
+np::cluster::start_kube_proxy() {
+  np::cluster::start kube-proxy "${BIN_DIR}/kube-proxy" --config "${LOCAL_UP_DIR}/conf/kube-proxy.yaml"
+  np::cluster::await kube-proxy 60 curl -sf "http://127.0.0.1:10256/healthz"
 }
 
 np::cluster::start_controller_manager() {

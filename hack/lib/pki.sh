@@ -55,8 +55,10 @@ np::pki::generate() {
   np::pki::cert admin admin system:masters
   np::pki::cert kube-controller-manager system:kube-controller-manager ""
   np::pki::cert kube-scheduler system:kube-scheduler ""
+  # system:kube-proxy is bound to the system:node-proxier role by default.
+  np::pki::cert kube-proxy system:kube-proxy ""
   np::pki::cert kubelet "system:node:${NODE_NAME}" system:nodes
-  for name in admin kube-controller-manager kube-scheduler kubelet; do
+  for name in admin kube-controller-manager kube-scheduler kube-proxy kubelet; do
     np::pki::kubeconfig "${name}"
   done
   rm -f "${dir}"/*.csr "${dir}"/*.ext

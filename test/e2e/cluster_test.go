@@ -60,3 +60,24 @@ func TestBusyboxPodExec(t *testing.T) {
 		t.Fatalf("exec output %q, want %q", got, "hello from e2e-exec")
 	}
 }
+
+// TestPodReachesKubernetesService: a pod reaches the apiserver through the
+// kubernetes Service's ClusterIP, which the kubelet puts in every pod's
+// environment; kube-proxy's rules carry it to the apiserver.
+func TestPodReachesKubernetesService(t *testing.T) {
+	c := framework.Connect(t)
+	ctx := t.Context()
+	c.CreatePod(ctx, t, framework.BusyboxPod("e2e-service", "sleep 3600"))
+	c.WaitForPod(ctx, t, "e2e-service", 90*time.Second, corev1.PodRunning)
+	// busybox's static wget crashes here, so nc speaks plain HTTP to the
+	// TLS port: only Go's TLS server answers with this message.
+	script := `echo "$KUBERNETES_SERVICE_HOST"; ` +
+		`printf 'GET /version HTTP/1.0\r\n\r\n' | nc -w 5 "$KUBERNETES_SERVICE_HOST" "$KUBERNETES_SERVICE_PORT"`
+	out, err := c.Kubectl(ctx, "exec", "e2e-service", "--", "sh", "-c", script)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.HasPrefix(out, "10.0.0.1\n") || !strings.Contains(out, "Client sent an HTTP request to an HTTPS server") {
+		t.Fatalf("request through the kubernetes Service: %q; want the ClusterIP 10.0.0.1 and the apiserver's answer", out)
+	}
+}

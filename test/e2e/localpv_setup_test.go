@@ -96,13 +96,12 @@ func (d *lpvDisks) teardown() {
 }
 
 // deployLPV applies deploy/local-volume-provisioner with the test's class
-// directories. The master and the watcher reach the apiserver at the
-// node's address: the local cluster has no kube-proxy, so the kubernetes
-// Service's ClusterIP does not work inside pods. The block cleaner sleeps
-// first, so that a test can act while a cleanup runs.
+// directories. The master and the watcher reach the apiserver as any pod
+// does, through the kubernetes Service (kube-proxy runs in the local
+// cluster). The block cleaner sleeps first, so that a test can act while a
+// cleanup runs.
 func deployLPV(ctx context.Context, t testing.TB, c *framework.Cluster, d *lpvDisks) {
 	t.Helper()
-	nodeIP := nodeInternalIP(ctx, t, c)
 	var docs []string
 	for _, f := range []string{"namespace", "crd", "rbac-master", "rbac-watcher", "admission-policy", "config", "master", "watcher"} {
 		raw, err := os.ReadFile(filepath.Join("../../deploy/local-volume-provisioner", f+".yaml"))
@@ -110,7 +109,7 @@ func deployLPV(ctx context.Context, t testing.TB, c *framework.Cluster, d *lpvDi
 			t.Fatal(err)
 		}
 		for _, doc := range strings.Split(string(raw), "\n---\n") {
-			docs = append(docs, patchLPVDoc(t, doc, d, nodeIP))
+			docs = append(docs, patchLPVDoc(t, doc, d))
 		}
 	}
 	file := filepath.Join(t.TempDir(), "lpv.yaml")
@@ -129,7 +128,7 @@ func deployLPV(ctx context.Context, t testing.TB, c *framework.Cluster, d *lpvDi
 	}
 }
 
-func patchLPVDoc(t testing.TB, doc string, d *lpvDisks, nodeIP string) string {
+func patchLPVDoc(t testing.TB, doc string, d *lpvDisks) string {
 	t.Helper()
 	var meta struct {
 		Kind     string            `json:"kind"`
@@ -138,7 +137,6 @@ func patchLPVDoc(t testing.TB, doc string, d *lpvDisks, nodeIP string) string {
 	if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
 		t.Fatal(err)
 	}
-	apiEnv := []corev1.EnvVar{{Name: "KUBERNETES_SERVICE_HOST", Value: nodeIP}, {Name: "KUBERNETES_SERVICE_PORT", Value: "6443"}}
 	var obj any
 	switch meta.Kind {
 	case "ConfigMap":
@@ -154,15 +152,9 @@ func patchLPVDoc(t testing.TB, doc string, d *lpvDisks, nodeIP string) string {
   blockCleanerCommand: ["sh", "-c", "sleep 10 && dd if=/dev/zero of=$(LOCAL_PV_BLKDEVICE) bs=1M count=4 conv=fsync"]
 `, fastClass, d.fast, blockClass, d.block)
 		obj = cm
-	case "Deployment":
-		dep := &appsv1.Deployment{}
-		mustUnmarshal(t, doc, dep)
-		dep.Spec.Template.Spec.Containers[0].Env = append(dep.Spec.Template.Spec.Containers[0].Env, apiEnv...)
-		obj = dep
 	case "DaemonSet":
 		ds := &appsv1.DaemonSet{}
 		mustUnmarshal(t, doc, ds)
-		ds.Spec.Template.Spec.Containers[0].Env = append(ds.Spec.Template.Spec.Containers[0].Env, apiEnv...)
 		for i, v := range ds.Spec.Template.Spec.Volumes {
 			switch v.Name {
 			case "fast-disks":
@@ -214,19 +206,4 @@ func undeployLPV(t testing.TB, c *framework.Cluster, file string) {
 	if _, err := c.Kubectl(ctx, "delete", "-f", file, "--ignore-not-found", "--wait", "--timeout=120s"); err != nil {
 		t.Logf("undeploy: %v", err)
 	}
-}
-
-func nodeInternalIP(ctx context.Context, t testing.TB, c *framework.Cluster) string {
-	t.Helper()
-	node, err := c.Client.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range node.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP {
-			return a.Address
-		}
-	}
-	t.Fatalf("node %s has no InternalIP", c.NodeName)
-	return ""
 }

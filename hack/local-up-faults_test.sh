@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Tests how 'make local-up' and 'make local-down' handle faults, on the real
+# local cluster (root; the binaries already built, as hack/e2e.sh does
+# first):
+#   port taken:    local-up refuses, naming the process, and creates nothing;
+#   half way:      the controller-manager cannot start: local-up says which
+#                  process failed and that the cluster is half up;
+#   killed run:    every process of a running cluster (with a pod and a loop
+#                  device) is SIGKILLed; local-up cleans up and starts again.
+# After each, local-down must leave no process, mount, loop device, network
+# namespace, pod cgroup process or iptables rule of the cluster behind.
+set -o errexit -o nounset -o pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
+# A cluster directory of its own, so that a failure here never touches the
+# e2e suite's cluster.
+LOCAL_UP_DIR=${OUT_DIR}/faults-up
+export LOCAL_UP_DIR SKIP_BUILD=1 KUBELET_EXTRA_FLAGS="" KCM_EXTRA_FLAGS="" KUBELET_HIDDEN_UTILITIES=""
+source "${NODEPLUG_ROOT}/hack/lib/cluster.sh"
+source "${NODEPLUG_ROOT}/hack/lib/netfilter.sh"
+source "${NODEPLUG_ROOT}/hack/lib/images.sh"
+
+WORK=$(mktemp -d /tmp/np-faults.XXXXXX)
+holder=""
+cleanup() {
+  [[ -z "${holder}" ]] || kill "${holder}" 2>/dev/null || true
+  "${NODEPLUG_ROOT}/hack/local-down.sh" >/dev/null 2>&1 || true
+  rm -rf "${WORK}"
+}
+trap cleanup EXIT
+
+fail() { np::die "local-up-faults_test: $1" "${2:-}"; }
+kubectl() { KUBECONFIG=${LOCAL_UP_DIR}/pki/admin.kubeconfig "${BIN_DIR}/kubectl" "$@"; }
+
+# expect_clean NAME: what local-down must have removed.
+expect_clean() {
+  local name=$1 left=() dev ino
+  [[ ! -e "${LOCAL_UP_DIR}" ]] || left+=("the directory ${LOCAL_UP_DIR}")
+  pgrep -f "${LOCAL_UP_DIR}" >/dev/null && left+=("processes: $(pgrep -af "${LOCAL_UP_DIR}" | cut -c1-120 | tr '\n' ';')")
+  grep -qF "${LOCAL_UP_DIR}" /proc/self/mountinfo && left+=("mounts below ${LOCAL_UP_DIR}")
+  if [[ -s "${WORK}/loop" ]]; then
+    read -r dev ino <"${WORK}/loop"
+    [[ "$(losetup -n -O BACK-INO "${dev}" 2>/dev/null | tr -d ' ')" == "${ino}" ]] && left+=("loop device ${dev}")
+  fi
+  ip link show "${CNI_BRIDGE}" >/dev/null 2>&1 && left+=("bridge ${CNI_BRIDGE}")
+  [[ "$(ls /run/netns 2>/dev/null)" == "$(cat "${WORK}/netns")" ]] || left+=("network namespaces: $(ls /run/netns | tr '\n' ' ')")
+  [[ -z "$(np::netfilter::added "${WORK}/iptables")" ]] || left+=("iptables: $(np::netfilter::added "${WORK}/iptables" | head -n 3 | tr '\n' ';')")
+  [[ -z "$(cat "${WORK}/pod-pids" 2>/dev/null | xargs -r ps -o pid= -p 2>/dev/null)" ]] || left+=("pod processes")
+  ((${#left[@]} == 0)) || fail "${name}: local-down left ${left[*]}"
+  np::log "local-up-faults_test: ${name}: local-down left nothing behind"
+}
+
+# local_up NAME EXPECT_RC: runs local-up, keeps its output in ${WORK}/NAME.
+local_up() {
+  local rc=0
+  "${NODEPLUG_ROOT}/hack/local-up-cluster.sh" >"${WORK}/$1.out" 2>&1 || rc=$?
+  if [[ "$2" == 0 && ${rc} != 0 ]] || [[ "$2" != 0 && ${rc} == 0 ]]; then
+    fail "$1: local-up exited ${rc}" "its output: $(tail -n 8 "${WORK}/$1.out" | tr '\n' ' ')"
+  fi
+}
+
+expect_output() { # NAME TEXT
+  grep -qF -- "$2" "${WORK}/$1.out" || fail "$1: local-up did not say: $2" "it said: $(tail -n 6 "${WORK}/$1.out" | tr '\n' ' ')"
+}
+
+port_taken() {
+  socat TCP-LISTEN:10259,bind=127.0.0.1,reuseaddr,fork /dev/null &
+  holder=$!
+  np::wait_for 10 "a listener on port 10259" bash -c "ss -Htln 'sport = :10259' | grep -q ."
+  local_up port-taken 1
+  kill "${holder}" && wait "${holder}" 2>/dev/null || true
+  holder=""
+  expect_output port-taken "port 10259 is already in use by"
+  expect_output port-taken "socat"
+  [[ ! -e "${LOCAL_UP_DIR}" ]] || fail "port-taken: local-up created ${LOCAL_UP_DIR} before refusing"
+  expect_clean port-taken
+}
+
+half_way() {
+  KCM_EXTRA_FLAGS=--no-such-flag local_up half-way 1
+  expect_output half-way "kube-controller-manager exited during start-up"
+  expect_output half-way "unknown flag: --no-such-flag"
+  expect_output half-way "The local cluster is half up"
+  "${NODEPLUG_ROOT}/hack/local-down.sh" >"${WORK}/half-way-down.out" 2>&1 ||
+    fail "half-way: local-down failed" "$(tail -n 5 "${WORK}/half-way-down.out" | tr '\n' ' ')"
+  expect_clean half-way
+}
+
+# killed_run: a cluster with a running pod and a loop device in its
+# directory; every process it recorded is SIGKILLed, as a crash or an
+# OOM kill would leave it. local-up must clean that up and start again.
+killed_run() {
+  local pidfile dev
+  local_up killed-first 0
+  kubectl run faults-pod --image="${BUSYBOX_IMAGE}" --image-pull-policy=Never --restart=Never --command -- sleep 3600 >/dev/null
+  kubectl wait --for=condition=Ready pod/faults-pod --timeout=90s >/dev/null || fail "killed-run: the pod did not become Ready"
+  truncate -s 16M "${LOCAL_UP_DIR}/shared/faults.img"
+  dev=$(losetup -f --show "${LOCAL_UP_DIR}/shared/faults.img")
+  echo "${dev} $(losetup -n -O BACK-INO "${dev}" | tr -d ' ')" >"${WORK}/loop"
+  local uid
+  uid=$(kubectl get pod faults-pod -o jsonpath='{.metadata.uid}')
+  find /sys/fs/cgroup/pids -type d -name "pod${uid}" -exec find {} -name cgroup.procs \; | xargs -r cat >"${WORK}/pod-pids"
+  [[ -s "${WORK}/pod-pids" ]] || fail "killed-run: found no process of the pod's cgroup"
+  for pidfile in "${LOCAL_UP_DIR}"/pids/*; do
+    kill -KILL "$(cat "${pidfile}")" 2>/dev/null || true
+  done
+  sleep 1
+  local_up killed-again 0
+  expect_output killed-again "cleaning up state left by a previous local cluster"
+  "${NODEPLUG_ROOT}/hack/local-down.sh" >"${WORK}/killed-down.out" 2>&1 ||
+    fail "killed-run: local-down failed" "$(tail -n 5 "${WORK}/killed-down.out" | tr '\n' ' ')"
+  expect_clean killed-run
+}
+
+main() {
+  [[ ${EUID} -eq 0 ]] || fail "needs root" "run it as root, as the e2e tier does"
+  [[ -x "${BIN_DIR}/kube-apiserver" ]] || fail "no binaries in ${BIN_DIR}" "run hack/build.sh first"
+  "${NODEPLUG_ROOT}/hack/install-deps.sh" # socat, on a fresh machine too
+  "${NODEPLUG_ROOT}/hack/local-down.sh" >/dev/null 2>&1 || true
+  np::netfilter::snapshot "${WORK}/iptables"
+  ls /run/netns 2>/dev/null >"${WORK}/netns" || true
+  port_taken
+  half_way
+  killed_run
+  np::log "local-up-faults_test: all cases passed"
+}
+
+main "$@"
