@@ -9,9 +9,11 @@ package main
 import (
 	"os"
 
+	"k8s.io/klog/v2"
+
 	"github.com/nodeplug/nodeplug/cmd/flexvolume-installer/app"
 )
 
 func main() {
-	os.Exit(app.Main(os.Args[1:]))
+	klog.FlushAndExit(klog.ExitFlushTimeout, app.Main(os.Args[1:]))
 }

@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/spf13/pflag"
 
-	"github.com/nodeplug/nodeplug/pkg/flexvolume/driver"
+	"github.com/nodeplug/nodeplug/pkg/flexvolume/installer"
 )
 
 // DefaultPluginDir is where the DaemonSet mounts the host's plugin directory.
@@ -47,12 +46,6 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"At SIGTERM, remove each installed driver unless another installer has replaced it since.")
 }
 
-// DriverSpec is one parsed --driver.
-type DriverSpec struct {
-	Name   driver.DirName
-	Source string
-}
-
 // Validate checks the options and returns every problem found.
 func (o *Options) Validate() error {
 	var errs []error
@@ -86,14 +79,14 @@ func (o *Options) FileMode() (os.FileMode, error) {
 }
 
 // DriverSpecs parses --driver flags.
-func (o *Options) DriverSpecs() ([]DriverSpec, error) {
-	var specs []DriverSpec
+func (o *Options) DriverSpecs() ([]installer.DriverSpec, error) {
+	var specs []installer.DriverSpec
 	var errs []error
 	seen := map[string]bool{}
 	for _, d := range o.Drivers {
-		spec, err := parseDriverFlag(d)
+		spec, err := installer.ParseDriverSpec(d)
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("--driver %q: %w", d, err))
 			continue
 		}
 		if seen[spec.Name.String()] {
@@ -104,33 +97,4 @@ func (o *Options) DriverSpecs() ([]DriverSpec, error) {
 		specs = append(specs, spec)
 	}
 	return specs, errors.Join(errs...)
-}
-
-func parseDriverFlag(flag string) (DriverSpec, error) {
-	name, src, ok := strings.Cut(flag, "=")
-	if !ok || src == "" {
-		return DriverSpec{}, fmt.Errorf("--driver %q: want <vendor>/<driver>=<file>", flag)
-	}
-	vendor, drv := "", name
-	if i := strings.IndexAny(name, "/~"); i >= 0 {
-		vendor, drv = name[:i], name[i+1:]
-		if err := driver.ValidateVendor(vendor); err != nil {
-			return DriverSpec{}, fmt.Errorf("--driver %q: %w", flag, err)
-		}
-	}
-	if err := driver.ValidateDriver(drv); err != nil {
-		return DriverSpec{}, fmt.Errorf("--driver %q: %w", flag, err)
-	}
-	dn, err := driver.ParseDirName(driver.JoinDirName(vendor, drv))
-	if err != nil {
-		return DriverSpec{}, fmt.Errorf("--driver %q: %w", flag, err)
-	}
-	fi, err := os.Stat(src)
-	if err != nil {
-		return DriverSpec{}, fmt.Errorf("--driver %q: driver file: %w", flag, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return DriverSpec{}, fmt.Errorf("--driver %q: driver file %s is not a regular file", flag, src)
-	}
-	return DriverSpec{Name: dn, Source: src}, nil
 }

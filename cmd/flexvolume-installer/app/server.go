@@ -10,11 +10,13 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
+
+	"github.com/nodeplug/nodeplug/pkg/flexvolume/installer"
 )
 
-// Main runs the command with args and returns the exit code.
+// Main runs the command with args and returns the exit code; the caller
+// flushes the logs (klog.FlushAndExit).
 func Main(args []string) int {
-	defer klog.Flush()
 	cmd := NewInstallerCommand()
 	cmd.SetArgs(args)
 	if err := cmd.Execute(); err != nil {
@@ -66,9 +68,9 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	var installed []*Installed
+	var installed []*installer.Installed
 	for _, spec := range specs {
-		in, err := Install(opts.PluginDir, spec, mode)
+		in, err := installer.Install(opts.PluginDir, spec, mode)
 		if err != nil {
 			return err
 		}

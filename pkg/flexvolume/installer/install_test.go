@@ -1,12 +1,10 @@
-package app
+package installer
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 func writeSource(t *testing.T, content string) string {
@@ -20,7 +18,7 @@ func writeSource(t *testing.T, content string) string {
 
 func spec(t *testing.T, name, content string) DriverSpec {
 	t.Helper()
-	s, err := parseDriverFlag(name + "=" + writeSource(t, content))
+	s, err := ParseDriverSpec(name + "=" + writeSource(t, content))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,42 +111,6 @@ func TestRemoveOnlyOwnVersion(t *testing.T) {
 	}
 	if _, err := os.Stat(cur.Dir); !os.IsNotExist(err) {
 		t.Errorf("empty driver dir left: %v", err)
-	}
-}
-
-func TestRunWaitsAndRemovesOnExit(t *testing.T) {
-	dir := t.TempDir()
-	opts := NewOptions()
-	opts.PluginDir = dir
-	opts.RemoveOnExit = true
-	opts.Drivers = []string{
-		"example.com/one=" + writeSource(t, "1"),
-		"example.com/two=" + writeSource(t, "2"),
-	}
-	if err := opts.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, opts) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(entries(t, dir)) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("drivers not installed: %v", entries(t, dir))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	select {
-	case err := <-done:
-		t.Fatalf("Run returned before the signal: %v", err)
-	default:
-	}
-	cancel() // SIGTERM
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if got := entries(t, dir); len(got) != 0 {
-		t.Errorf("left after exit: %v", got)
 	}
 }
 

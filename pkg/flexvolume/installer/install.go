@@ -1,4 +1,4 @@
-package app
+package installer
 
 import (
 	"crypto/rand"
