@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	utilstrings "k8s.io/utils/strings"
 )
 
 // NewKubeletInUseChecker returns an InUseChecker for the kubelet: a driver
@@ -24,7 +25,9 @@ import (
 // once the volume is torn down.
 func NewKubeletInUseChecker(rootDir string) InUseChecker {
 	return InUseFunc(func(_ context.Context, pluginName string) (bool, error) {
-		escaped := strings.ReplaceAll(pluginName, "/", "~")
+		// The kubelet's pod volume directory name for the plugin
+		// (GetPodVolumeDir), as pkg/volume/flexvolume builds it.
+		escaped := utilstrings.EscapeQualifiedName(pluginName)
 		pods, err := os.ReadDir(filepath.Join(rootDir, "pods"))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return false, err
