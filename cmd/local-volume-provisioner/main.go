@@ -1,7 +1,8 @@
 // Command local-volume-provisioner is nodeplug's distributed local PV static
 // provisioner. One binary holds four roles, chosen by subcommand: master
 // (Deployment), watcher (DaemonSet), and the discover and cleanup Job
-// entrypoints.
+// entrypoints. Started under the name of a cleaner program (the image links
+// /scripts/shred.sh and the others to it), it runs that program instead.
 package main
 
 import (
@@ -21,6 +22,10 @@ func main() {
 	// releases its leader Lease, so a standby takes over at once instead of
 	// waiting for the Lease to expire, and the servers shut down cleanly.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	if code, ok := app.RunCleanerProgram(ctx, os.Args); ok {
+		stop()
+		os.Exit(code)
+	}
 	cmd := app.NewCommand()
 	cmd.SetContext(ctx)
 	code := cli.Run(cmd)

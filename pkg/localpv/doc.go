@@ -9,6 +9,7 @@
 //   - validation: checks a discovery report against the configuration and the node the Job ran on
 //   - discovery: the node-side work of a discovery Job (scan each class directory, report its volumes)
 //   - cleanup: the node-side work of a cleanup Job (wipe one volume)
+//   - wipe: the cleaner programs the image installs at upstream's /scripts/*.sh paths (shred.sh, dd_zero.sh, blkdiscard.sh, quick_reset.sh, fsclean.sh)
 //   - jobs: the Job specs the master creates, and the labels, annotations and finalizers it sets
 //   - controller: the master, the only component that writes PersistentVolumes
 //   - watcher: the per-node DaemonSet that writes the node's NodeDiskState when its directories change

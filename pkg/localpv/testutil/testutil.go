@@ -45,8 +45,33 @@ func MountTmpfs(t *testing.T, dir string, sizeBytes int64) {
 // returns the device path.
 func LoopDevice(t *testing.T, sizeBytes int64) string {
 	t.Helper()
+	return attachLoop(t, t.TempDir(), sizeBytes)
+}
+
+// LoopDeviceWithoutDiscard is LoopDevice with a device that does not
+// support discard, as many disks do not: its backing file is on a ramfs,
+// whose files cannot punch holes.
+func LoopDeviceWithoutDiscard(t *testing.T, sizeBytes int64) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := unix.Mount("ramfs", dir, "ramfs", 0, ""); err != nil {
+		utiltestutil.MissingCapability(t, "cannot mount ramfs on %s: %v", dir, err)
+		return ""
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
+			t.Errorf("failed to unmount %s: %v", dir, err)
+		}
+	})
+	return attachLoop(t, dir, sizeBytes)
+}
+
+// attachLoop attaches a new sparse file in dir to a loop device, and
+// detaches it when the test ends.
+func attachLoop(t *testing.T, dir string, sizeBytes int64) string {
+	t.Helper()
 	utiltestutil.RequireCommand(t, "losetup")
-	img := filepath.Join(t.TempDir(), "disk.img")
+	img := filepath.Join(dir, "disk.img")
 	f, err := os.Create(img)
 	if err != nil {
 		t.Fatal(err)
