@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"net/http"
 	"os"
+	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
@@ -33,7 +36,13 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
+	"github.com/nodeplug/nodeplug/pkg/localpv/wipe"
 )
+
+// apiWaitTimeout bounds how long the master waits at start for the
+// NodeDiskState CRD to be established before it gives up with an error that
+// says what to apply.
+const apiWaitTimeout = 30 * time.Second
 
 func newMasterCommand() *cobra.Command {
 	o := options.NewMasterOptions()
@@ -63,13 +72,9 @@ func restConfig(kubeconfig string, qps float32, burst int) (*rest.Config, error)
 }
 
 func runMaster(ctx context.Context, o *options.MasterOptions) error {
-	logger := klog.FromContext(ctx)
-	cfg, warnings, err := config.LoadDir(o.ConfigDir)
+	cfg, err := loadConfig(ctx, o, exec.LookPath)
 	if err != nil {
 		return err
-	}
-	for _, w := range warnings {
-		logger.Info("Configuration warning", "warning", w)
 	}
 	rc, err := restConfig(o.Kubeconfig, o.KubeAPIQPS, o.KubeAPIBurst)
 	if err != nil {
@@ -82,6 +87,12 @@ func runMaster(ctx context.Context, o *options.MasterOptions) error {
 	dyn, err := dynamic.NewForConfig(rc)
 	if err != nil {
 		return fmt.Errorf("failed to create dynamic client: %w", err)
+	}
+	// Without the CRD the NodeDiskState informer would never sync: say so
+	// and stop, rather than wait with nothing but list errors in the log.
+	if err := controller.WaitForNodeDiskStateAPI(ctx, discovery.ToServerResourcesInterfaceWithContext(kube.Discovery()),
+		time.Second, apiWaitTimeout); err != nil {
+		return err
 	}
 	metrics.Register()
 	serveMetrics(ctx, o.MetricsAddress)
@@ -96,6 +107,29 @@ func runMaster(ctx context.Context, o *options.MasterOptions) error {
 		return run(ctx)
 	}
 	return runLeaderElected(ctx, o, kube, recorder, run)
+}
+
+// loadConfig reads the configuration, logs its warnings and, unless
+// --check-cleaner-programs=false, rejects block cleaner programs that
+// lookPath does not find: the cleanup Jobs run the master's image, so they
+// would not find them either.
+func loadConfig(ctx context.Context, o *options.MasterOptions, lookPath config.LookPathFunc) (*config.Configuration, error) {
+	cfg, warnings, err := config.LoadDir(o.ConfigDir)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range warnings {
+		klog.FromContext(ctx).Info("Configuration warning", "warning", w)
+	}
+	if !o.CheckCleanerPrograms {
+		return cfg, nil
+	}
+	if errs := config.ValidatePrograms(cfg, lookPath); len(errs) > 0 {
+		return nil, fmt.Errorf("invalid configuration in %s: %w (the image holds %s and busybox's applets in /bin; "+
+			"if cleanup Jobs run another image than the master, set --check-cleaner-programs=false)",
+			o.ConfigDir, errs.ToAggregate(), strings.Join(wipe.Paths(), ", "))
+	}
+	return cfg, nil
 }
 
 // stripManagedFields drops metadata.managedFields from the objects the

@@ -37,6 +37,10 @@ type MasterOptions struct {
 
 	MetricsAddress string
 
+	// CheckCleanerPrograms rejects a configuration whose block cleaner
+	// program is not in the master's filesystem.
+	CheckCleanerPrograms bool
+
 	LeaderElect   bool
 	LeaseName     string
 	LeaseDuration time.Duration
@@ -53,7 +57,7 @@ func NewMasterOptions() *MasterOptions {
 		KubeAPIQPS: 50, KubeAPIBurst: 100, DiscoveryQPS: 10, DiscoveryBurst: 20,
 		DiscoveryShards: 1, DiscoveryTTL: 5 * time.Minute, DiscoveryDeadline: 5 * time.Minute,
 		CleanupTTL: 24 * time.Hour, RetryBase: 10 * time.Second, RetryMax: 30 * time.Minute,
-		MetricsAddress: ":8080", LeaderElect: true, LeaseName: "local-volume-provisioner",
+		MetricsAddress: ":8080", CheckCleanerPrograms: true, LeaderElect: true, LeaseName: "local-volume-provisioner",
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 	}
 }
@@ -79,6 +83,7 @@ func (o *MasterOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RetryMax, "retry-max", o.RetryMax, "Largest backoff after failed Jobs.")
 	fs.StringVar(&o.PriorityClassName, "job-priority-class", o.PriorityClassName, "priorityClassName of Job pods.")
 	fs.StringVar(&o.MetricsAddress, "metrics-address", o.MetricsAddress, "Address of /metrics and /healthz; empty disables.")
+	fs.BoolVar(&o.CheckCleanerPrograms, "check-cleaner-programs", o.CheckCleanerPrograms, "Refuse a configuration whose blockCleanerCommand names a program that is not an executable in this container. The master runs the image of the cleanup Jobs (--job-image); turn this off if it does not.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader among replicas with a Lease.")
 	fs.StringVar(&o.LeaseName, "leader-elect-lease-name", o.LeaseName, "Name of the leader Lease.")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "Lease duration.")

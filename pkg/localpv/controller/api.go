@@ -1,0 +1,82 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/klog/v2"
+
+	"github.com/nodeplug/localpv-api/localpv/v1alpha1"
+)
+
+// CRDManifest is the NodeDiskState CustomResourceDefinition in the nodeplug
+// repository; `kubectl apply -k deploy/local-volume-provisioner` applies it
+// with the rest.
+const CRDManifest = "deploy/local-volume-provisioner/crd.yaml"
+
+// ErrNodeDiskStateAPIMissing means that the apiserver does not serve
+// NodeDiskStates: their CustomResourceDefinition is not installed, or not
+// established yet.
+var ErrNodeDiskStateAPIMissing = errors.New("the apiserver does not serve " +
+	v1alpha1.SchemeGroupVersion.String() + " " + v1alpha1.Resource)
+
+var errNodeDiskStateAPIMissing = fmt.Errorf("%w: the CustomResourceDefinition %s.%s is not installed; apply %s "+
+	"(kubectl apply -f %s, or kubectl apply -k deploy/local-volume-provisioner for everything)",
+	ErrNodeDiskStateAPIMissing, v1alpha1.Resource, v1alpha1.GroupName, CRDManifest, CRDManifest)
+
+// CheckNodeDiskStateAPI asks the apiserver's discovery whether it serves
+// NodeDiskStates, which the master watches. It returns an error wrapping
+// ErrNodeDiskStateAPIMissing, naming the CRD and its manifest, when it does
+// not.
+func CheckNodeDiskStateAPI(ctx context.Context, disco discovery.ServerResourcesInterfaceWithContext) error {
+	gv := v1alpha1.SchemeGroupVersion.String()
+	list, err := disco.ServerResourcesForGroupVersionWithContext(ctx, gv)
+	switch {
+	case apierrors.IsNotFound(err):
+		return errNodeDiskStateAPIMissing
+	case err != nil:
+		return fmt.Errorf("failed to discover the resources of %s: %w", gv, err)
+	}
+	for _, r := range list.APIResources {
+		if r.Name == v1alpha1.Resource {
+			return nil
+		}
+	}
+	return errNodeDiskStateAPIMissing
+}
+
+// WaitForNodeDiskStateAPI runs CheckNodeDiskStateAPI every interval until
+// it succeeds, for at most timeout: a CRD applied together with the master
+// takes a moment to be established. The first failure is logged once, so
+// that the reason shows at once; the last one is returned on timeout.
+func WaitForNodeDiskStateAPI(ctx context.Context, disco discovery.ServerResourcesInterfaceWithContext, interval, timeout time.Duration) error {
+	logger := klog.FromContext(ctx)
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
+		err := CheckNodeDiskStateAPI(ctx, disco)
+		if err != nil && last == nil {
+			logger.Error(err, "NodeDiskState API not available, waiting for it", "timeout", timeout)
+		}
+		if err == nil && last != nil {
+			logger.Info("NodeDiskState API available")
+		}
+		if err != nil {
+			last = err
+		}
+		return err == nil, nil
+	})
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case last != nil:
+		return fmt.Errorf("gave up after %s: %w", timeout, last)
+	}
+	return err
+}
