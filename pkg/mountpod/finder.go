@@ -143,16 +143,17 @@ func (f *InformerFinder) Start(ctx context.Context, client kubernetes.Interface,
 	if err := inf.AddIndexers(Indexers()); err != nil {
 		return fmt.Errorf("mount pod informer: %w", err)
 	}
+	logger := klog.FromContext(ctx)
 	for _, h := range handlers {
-		if _, err := inf.AddEventHandler(h); err != nil {
+		if _, err := inf.AddEventHandlerWithOptions(h, cache.HandlerOptions{Logger: &logger}); err != nil {
 			return fmt.Errorf("mount pod informer: %w", err)
 		}
 	}
 	f.indexer = inf.GetIndexer()
 	synced := cache.InformerSynced(inf.HasSynced)
-	factory.Start(ctx.Done())
+	factory.StartWithContext(ctx)
 	f.synced.Store(&synced)
-	klog.FromContext(ctx).Info("Watching mount pods", "namespace", f.namespace, "node", f.node)
+	logger.Info("Watching mount pods", "namespace", f.namespace, "node", f.node)
 	return nil
 }
 

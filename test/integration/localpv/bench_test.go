@@ -197,12 +197,12 @@ func watchPVs(tb testing.TB, e *env, want map[string]bool) *pvTally {
 		tb.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(tb.Context()))
-	factory.Start(ctx.Done())
+	factory.StartWithContext(ctx)
 	tb.Cleanup(func() {
 		cancel()
 		factory.Shutdown()
 	})
-	if !cache.WaitForCacheSync(tb.Context().Done(), inf.HasSynced) {
+	if !cache.WaitForNamedCacheSyncWithContext(tb.Context(), inf.HasSynced) {
 		tb.Fatal("PV informer did not sync")
 	}
 	return t

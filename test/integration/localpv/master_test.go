@@ -94,9 +94,9 @@ func (e *env) startMaster(t *testing.T, retryBase time.Duration) (stop func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cluster.Start(ctx.Done())
-	own.Start(ctx.Done())
-	notif.Start(ctx.Done())
+	cluster.StartWithContext(ctx)
+	own.StartWithContext(ctx)
+	notif.Start(ctx.Done()) // the dynamic informer factory has no StartWithContext
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -99,8 +99,8 @@ func startSimWorkers(t testing.TB, client kubernetes.Interface, workers int) *ku
 	if err != nil {
 		t.Fatal(err)
 	}
-	factory.Start(ctx.Done())
-	cluster.Start(ctx.Done())
+	factory.StartWithContext(ctx)
+	cluster.StartWithContext(ctx)
 	var wg sync.WaitGroup
 	for range max(workers, 1) {
 		wg.Go(func() {
