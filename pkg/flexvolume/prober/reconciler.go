@@ -210,9 +210,12 @@ func (r *reconciler) failed(ctx context.Context, res initResult) bool {
 		a.retry = backoff{min: r.opts.InitRetryMin, max: r.opts.InitRetryMax}
 	}
 	a.retryAt = r.opts.Clock.Now().Add(a.retry.next())
-	msg := res.err.Error()
-	r.initProbs[initProblemPrefix+d.name] = msg
-	if !first && a.entry.Err.Error() == msg {
+	// A retry that fails with the same report as the last attempt changes
+	// nothing that is published: the snapshot's problem text is the report.
+	key, msg := initProblemPrefix+d.name, res.err.Error()
+	unchanged := !first && r.initProbs[key] == msg
+	r.initProbs[key] = msg
+	if unchanged {
 		klog.FromContext(ctx).V(2).Info("Flexvolume driver init retry failed", "driver", d.name, "err", res.err)
 		return false
 	}
