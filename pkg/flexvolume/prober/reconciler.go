@@ -299,6 +299,6 @@ func (r *reconciler) publish() {
 	r.cur.Store(newSnapshot(prev.Generation+1, entries, problems))
 	close(prev.next)
 	for _, s := range []State{StateReady, StateInitFailed, StateRemoving} {
-		driversGauge.WithLabelValues(s.String()).Set(float64(counts[s]))
+		driversGauge.WithLabelValues(stateLabel(s)).Set(float64(counts[s]))
 	}
 }

@@ -1,16 +1,22 @@
 package exec
 
 import (
+	"sync"
 	"time"
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 )
 
-const metricsSubsystem = "nodeplug_mountpod"
+// Metric names follow docs/metrics.md: nodeplug_<design>_<name>.
+const (
+	metricsNamespace = "nodeplug"
+	metricsSubsystem = "mountpod"
+)
 
 var (
 	execTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: metricsNamespace,
 		Subsystem: metricsSubsystem,
 		Name:      "exec_total",
 		Help: "Volume utility commands by where they ran (pod, host, or none when neither has the utility), " +
@@ -18,6 +24,7 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"where", "utility", "result"})
 	execDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Namespace:      metricsNamespace,
 		Subsystem:      metricsSubsystem,
 		Name:           "exec_duration_seconds",
 		Help:           "Duration of volume utility commands run in mount pods.",
@@ -26,8 +33,15 @@ var (
 	}, []string{"where"})
 )
 
-func init() {
-	legacyregistry.MustRegister(execTotal, execDuration)
+var registerOnce sync.Once
+
+// registerMetrics registers the metrics with the legacy registry, once per
+// process, when the first Router is made: a binary that links this package
+// without routing through mount pods exports none of them.
+func registerMetrics() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(execTotal, execDuration)
+	})
 }
 
 func observe(where, utility string, err error, took time.Duration) {

@@ -38,6 +38,7 @@ type Router struct {
 // NewRouter returns a Router. host runs commands on the host (for
 // flexvolume drivers, pkg/util/groupexec).
 func NewRouter(finder mountpod.Finder, pods PodExecutor, host utilexec.Interface, opts Options) *Router {
+	registerMetrics()
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
