@@ -88,7 +88,8 @@ np::images::build() {
   mapfile -t args < <(np::images::recipe flexvolume-installer)
   "${BIN_DIR}/mkimage" -o "${dir}/flexvolume-installer.tar" "${args[@]}" ||
     np::die "building the flexvolume-installer image failed" "see build/flexvolume-installer/README.md"
-  # Busybox provides the block cleaner commands (blkdiscard, shred, dd).
+  # The block cleaner commands are upstream's /scripts/*.sh (links to the
+  # binary, in image.args) and busybox's applets (blkdiscard, shred, dd).
   mapfile -t args < <(np::images::recipe local-volume-provisioner)
   "${BIN_DIR}/mkimage" -o "${dir}/local-volume-provisioner.tar" "${args[@]}" "${bb[@]}" ||
     np::die "building the local-volume-provisioner image failed" "see build/local-volume-provisioner/README.md"

@@ -124,7 +124,7 @@ func loadConfig(ctx context.Context, o *options.MasterOptions, lookPath config.L
 	if !o.CheckCleanerPrograms {
 		return cfg, nil
 	}
-	if errs := config.ValidatePrograms(cfg, lookPath); len(errs) > 0 {
+	if errs := config.ValidatePrograms(cfg, lookPath, wipe.Paths()); len(errs) > 0 {
 		return nil, fmt.Errorf("invalid configuration in %s: %w (the image holds %s and busybox's applets in /bin; "+
 			"if cleanup Jobs run another image than the master, set --check-cleaner-programs=false)",
 			o.ConfigDir, errs.ToAggregate(), strings.Join(wipe.Paths(), ", "))

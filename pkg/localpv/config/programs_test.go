@@ -25,7 +25,8 @@ fast-disks:
 `
 
 func TestValidatePrograms(t *testing.T) {
-	image := fakeImage{"/scripts/shred.sh": true, "/scripts/quick_reset.sh": true, "blkdiscard": true, "sh": true}
+	image := fakeImage{"/scripts/shred.sh": true, "/scripts/quick_reset.sh": true, "blkdiscard": true, "sh": true, "/bin/sh": true}
+	binaries := []string{"/scripts/shred.sh", "/scripts/quick_reset.sh"}
 	tests := []struct {
 		name     string
 		classMap string
@@ -46,6 +47,14 @@ b: {hostDir: /mnt/b, volumeMode: Block, blockCleanerCommand: ["/scripts/quick_re
 c: {hostDir: /mnt/c, fsType: xfs, blockCleanerCommand: ["nvme", "format"]}
 `, want: []string{`storageClassMap[a].blockCleanerCommand[0]: Invalid value: "wipefs": the block cleaner of class a is not`,
 			`storageClassMap[c].blockCleanerCommand[0]: Invalid value: "nvme": the block cleaner of class c is not`}},
+		{name: "a cleaner program handed to a shell", classMap: `
+a: {hostDir: /mnt/a, volumeMode: Block, blockCleanerCommand: ["sh", "/scripts/shred.sh", "2"]}
+b: {hostDir: /mnt/b, volumeMode: Block, blockCleanerCommand: ["/bin/sh", "-e", "/scripts/quick_reset.sh"]}
+`, want: []string{`storageClassMap[a].blockCleanerCommand[1]: Invalid value: "/scripts/shred.sh": is a program, not a shell script: run it without sh, as ["/scripts/shred.sh", ...]`,
+			`storageClassMap[b].blockCleanerCommand[2]: Invalid value: "/scripts/quick_reset.sh": is a program, not a shell script: run it without /bin/sh`}},
+		{name: "a shell running a cleaner program as a command", classMap: `
+a: {hostDir: /mnt/a, volumeMode: Block, blockCleanerCommand: ["sh", "-c", "/scripts/shred.sh 2"]}
+`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -53,7 +62,7 @@ c: {hostDir: /mnt/c, fsType: xfs, blockCleanerCommand: ["nvme", "format"]}
 			if err != nil {
 				t.Fatalf("Parse: %v", err)
 			}
-			errs := ValidatePrograms(cfg, image.lookPath)
+			errs := ValidatePrograms(cfg, image.lookPath, binaries)
 			if len(errs) != len(tc.want) {
 				t.Fatalf("got %d errors, want %d: %v", len(errs), len(tc.want), errs)
 			}
@@ -94,7 +103,7 @@ func TestValidateProgramsWithExecLookPath(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Parse: %v", err)
 			}
-			errs := ValidatePrograms(cfg, exec.LookPath)
+			errs := ValidatePrograms(cfg, exec.LookPath, nil)
 			switch {
 			case tc.wantErr == "" && len(errs) > 0:
 				t.Errorf("unexpected errors: %v", errs)
