@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -33,7 +34,7 @@ func TestFlexDriverInstalledWithPod(t *testing.T) {
 	}{
 		"not attachable": {dir: "e2e.together~plain", exe: "plain", driver: "e2e.together/plain", script: trivialDriver},
 		"attachable": {dir: "e2e.together~loop", exe: "loop", driver: "e2e.together/loop", script: string(loop),
-			opts: map[string]string{"size": "32M", "dir": t.TempDir()}},
+			opts: map[string]string{"size": "32M", "dir": filepath.Join(c.Dir, "shared", "together-loop")}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -44,6 +45,29 @@ func TestFlexDriverInstalledWithPod(t *testing.T) {
 			c.CreatePod(ctx, t, pod)
 			c.WaitForPod(ctx, t, pod.Name, 60*time.Second, corev1.PodRunning)
 			t.Logf("driver installed and pod created at once: Running after %v", time.Since(start).Round(10*time.Millisecond))
+			if tc.opts["dir"] != "" {
+				// The driver is removed when t ends: its volume must be
+				// torn down before, as an operator would wait for.
+				c.DeletePod(t, pod.Name)
+				waitLoopReleased(t, filepath.Join(tc.opts["dir"], pod.Spec.Volumes[0].Name+".img"))
+			}
 		})
+	}
+}
+
+// waitLoopReleased waits until no loop device is bound to img: the kubelet
+// has unmounted the volume and the driver's unmountdevice released it.
+func waitLoopReleased(t *testing.T, img string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out, err := exec.Command("losetup", "-j", img).CombinedOutput()
+		if err == nil && len(out) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a loop device is still bound to %s 60 s after the pod was deleted: %s %v", img, out, err)
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
 }

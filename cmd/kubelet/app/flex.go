@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kubelet/app/options"
 	"k8s.io/kubernetes/pkg/kubelet"
@@ -60,9 +61,26 @@ func useFlexVolumeDiscovery(ctx context.Context, s *options.KubeletServer, deps 
 		for _, p := range probers {
 			p.WatchReady(ctx, func(ctx context.Context, drivers []string) { resyncPodsOf(ctx, k, deps, drivers) })
 		}
+		startInUseReporter(ctx, k, deps, node.Name)
 	})
 	klog.FromContext(ctx).Info("Nodeplug flexvolume discovery enabled", "dirs", dirs)
 	return nil
+}
+
+// startInUseReporter reports attachable volumes in use on the node as soon
+// as the volume manager wants them (see inUseReporter).
+func startInUseReporter(ctx context.Context, k *kubelet.Kubelet, deps *kubelet.Dependencies, nodeName string) {
+	logger := klog.FromContext(ctx)
+	vm, err := kubeletVolumeManager(k)
+	if err != nil {
+		logger.Error(err, "Volumes in use are reported by the node status update only")
+		return
+	}
+	if deps.KubeClient == nil {
+		return // standalone: no node object
+	}
+	r := &inUseReporter{vm: vm, client: deps.KubeClient, node: nodeName, marked: sets.New[v1.UniqueVolumeName]()}
+	go r.run(ctx, inUseReportInterval)
 }
 
 // resyncPodsOf hands the kubelet's pods that use drivers, which just became
@@ -94,6 +112,7 @@ func resyncPodsOf(ctx context.Context, k *kubelet.Kubelet, deps *kubelet.Depende
 		return
 	}
 	klog.FromContext(ctx).V(2).Info("Flexvolume drivers ready; syncing the pods that use them", "drivers", drivers, "pods", len(pods))
+
 	// A sync fails at once while the volume manager still holds the pod's
 	// earlier "no volume plugin matched" error; its populator retries every
 	// 100 ms. So sync after it has, and once more in case it was slow.
@@ -109,3 +128,7 @@ func resyncPodsOf(ctx context.Context, k *kubelet.Kubelet, deps *kubelet.Depende
 
 // resyncDelays are the waits before the syncs of resyncPodsOf.
 var resyncDelays = []time.Duration{300 * time.Millisecond, 1200 * time.Millisecond}
+
+// inUseReportInterval is how often volumes in use are compared with the
+// node's status (in memory) and reported if missing.
+const inUseReportInterval = 100 * time.Millisecond
