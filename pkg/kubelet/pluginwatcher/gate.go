@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// keyGate serialises handler calls per plugin key without blocking workers:
+// keyGate serialises handler calls per plugin key without blocking attempts:
 // a path that finds its key busy is parked and re-queued on unlock.
 type keyGate struct {
 	mu      sync.Mutex
@@ -44,6 +44,10 @@ type retryState struct {
 	failures     int
 	refused      int
 	firstRefused time.Time
+	// slow counts failed attempts that held their slot for at least
+	// SuspectAfter; one is enough to make the socket suspect until it
+	// registers or is replaced.
+	slow int
 }
 
 // retries tracks backoff per socket path.
@@ -92,6 +96,35 @@ func (r *retries) answered(path string) {
 	if st := r.byPath[path]; st != nil {
 		st.refused = 0
 	}
+}
+
+// slowFailure records that a failed attempt of (path, gen) held its slot
+// for held, and returns the least delay before the next attempt: held,
+// doubled for every earlier slow failure, capped at max. A suspect socket
+// therefore spends at most half its time in flight, then a quarter, and
+// so on. It returns false if gen is not the generation whose failures are
+// being tracked (the socket was replaced meanwhile).
+func (r *retries) slowFailure(path string, gen uint64, held time.Duration) (time.Duration, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.byPath[path]
+	if st == nil || st.gen != gen {
+		return 0, false
+	}
+	d := max(held, r.base)
+	for i := 0; i < st.slow && d < r.max; i++ {
+		d *= 2
+	}
+	st.slow++
+	return min(d, r.max), true
+}
+
+// suspect reports whether (path, gen) has had a slow failure.
+func (r *retries) suspect(path string, gen uint64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.byPath[path]
+	return st != nil && st.gen == gen && st.slow > 0
 }
 
 func (r *retries) forget(path string) {

@@ -37,6 +37,8 @@ type watcherMetrics struct {
 	watchErrors     *metrics.Counter
 	latency         *metrics.HistogramVec
 	registered      *metrics.GaugeVec
+	inFlight        *metrics.GaugeVec
+	deferred        *metrics.CounterVec
 }
 
 var legacyOnce sync.Once
@@ -77,12 +79,34 @@ func newWatcherMetrics() *watcherMetrics {
 			Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "registered_plugins",
 			Help: "Plugins currently registered, by plugin type.", StabilityLevel: metrics.ALPHA,
 		}, []string{"plugin_type"}),
+		inFlight: metrics.NewGaugeVec(&metrics.GaugeOpts{
+			Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "attempts_in_flight",
+			Help:           "Registration attempts in progress, by capacity class (normal, suspect).",
+			StabilityLevel: metrics.ALPHA,
+		}, []string{"class"}),
+		deferred: metrics.NewCounterVec(&metrics.CounterOpts{
+			Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "attempts_deferred_total",
+			Help:           "Registration attempts that waited because their class's share of the in-flight limit was full.",
+			StabilityLevel: metrics.ALPHA,
+		}, []string{"class"}),
 	}
 }
 
 func (m *watcherMetrics) all() []metrics.Registerable {
 	return []metrics.Registerable{m.registrations, m.deregistrations, m.failures, m.throttled,
-		m.staleRemoved, m.watchErrors, m.latency, m.registered}
+		m.staleRemoved, m.watchErrors, m.latency, m.registered, m.inFlight, m.deferred}
+}
+
+// observeInFlight sets the in-flight gauges from the total and the
+// suspect attempts in flight.
+func (m *watcherMetrics) observeInFlight(total, suspect int) {
+	m.inFlight.WithLabelValues(classNormal.String()).Set(float64(total - suspect))
+	m.inFlight.WithLabelValues(classSuspect.String()).Set(float64(suspect))
+}
+
+// observeWait counts an attempt of class c that had to wait for a slot.
+func (m *watcherMetrics) observeWait(c attemptClass) {
+	m.deferred.WithLabelValues(c.String()).Inc()
 }
 
 // register adds the metrics to reg, or to the legacy registry once per

@@ -20,7 +20,8 @@ const (
 	DefaultStaleGrace     = 1 * time.Second
 	DefaultThrottleRate   = 1.0
 	DefaultThrottleBurst  = 5
-	DefaultWorkers        = 16
+	DefaultMaxInFlight    = 1024
+	DefaultSuspectAfter   = 1 * time.Second
 	DefaultLogInterval    = 10 * time.Second
 	DefaultLogBudget      = 10
 	defaultDirPermissions = 0o750
@@ -47,8 +48,26 @@ type Options struct {
 	// token bucket kept per plugin name. Defaults 1/s and 5.
 	ThrottleRate  float64
 	ThrottleBurst int
-	// Workers is the number of sockets processed concurrently. Default 16.
-	Workers int
+	// MaxInFlight bounds the registration attempts in progress at once:
+	// sockets being dialled, asked GetInfo or notified, and handler calls.
+	// Each attempt is a goroutine holding at most one file descriptor (its
+	// connection to the socket), so the limit is sized in file descriptors,
+	// not CPUs: a socket that never answers holds its slot for up to
+	// DialTimeout+RPCTimeout without using any CPU. Default 1024.
+	MaxInFlight int
+	// SuspectInFlight bounds the attempts of suspect sockets: sockets whose
+	// last failed attempt held its slot for at least SuspectAfter (timed
+	// out, stalled, or answered very slowly and then failed). The other
+	// MaxInFlight-SuspectInFlight slots stay free for first attempts and
+	// for sockets that never stalled. Must be below MaxInFlight. Default
+	// MaxInFlight/4.
+	SuspectInFlight int
+	// SuspectAfter is how long a failed attempt may hold its slot before
+	// its socket becomes suspect. A suspect socket is retried no sooner than
+	// the time its failed attempt held the slot, doubled for every earlier
+	// slow failure (up to RetryMax). Must be positive and at most
+	// RPCTimeout. Default 1s.
+	SuspectAfter time.Duration
 	// IdentityPolicy is applied when the socket name does not carry the
 	// plugin name. Default IdentityWarn, so that existing plugins with
 	// free-form socket names keep working.
@@ -83,7 +102,9 @@ func (o Options) withDefaults() Options {
 	o.StaleAttempts = cmp.Or(o.StaleAttempts, DefaultStaleAttempts)
 	o.ThrottleRate = cmp.Or(o.ThrottleRate, DefaultThrottleRate)
 	o.ThrottleBurst = cmp.Or(o.ThrottleBurst, DefaultThrottleBurst)
-	o.Workers = cmp.Or(o.Workers, DefaultWorkers)
+	o.MaxInFlight = cmp.Or(o.MaxInFlight, DefaultMaxInFlight)
+	o.SuspectInFlight = cmp.Or(o.SuspectInFlight, max(o.MaxInFlight/4, 1))
+	o.SuspectAfter = cmp.Or(o.SuspectAfter, min(DefaultSuspectAfter, o.RPCTimeout))
 	o.LogBudget = cmp.Or(o.LogBudget, DefaultLogBudget)
 	o.IdentityPolicy = cmp.Or(o.IdentityPolicy, IdentityWarn)
 	return o
@@ -103,8 +124,14 @@ func (o Options) validate() error {
 	if o.ThrottleRate < 0 || o.ThrottleBurst < 1 {
 		errs = append(errs, errors.New("throttle rate must be positive and burst at least 1"))
 	}
-	if o.Workers < 1 || o.LogBudget < 1 {
-		errs = append(errs, errors.New("workers and log budget must be at least 1"))
+	if o.LogBudget < 1 {
+		errs = append(errs, errors.New("log budget must be at least 1"))
+	}
+	if o.SuspectInFlight < 1 || o.MaxInFlight <= o.SuspectInFlight {
+		errs = append(errs, errors.New("suspect in-flight limit must be at least 1 and below the in-flight limit"))
+	}
+	if o.SuspectAfter <= 0 || o.SuspectAfter > o.RPCTimeout {
+		errs = append(errs, errors.New("suspect-after must be positive and at most the RPC timeout"))
 	}
 	return errors.Join(errs...)
 }

@@ -14,9 +14,10 @@ const bindListenRetry = time.Millisecond
 
 // reconciler compares the desired state (socket files) with the actual
 // state (what the handlers know) for one socket path at a time and drives
-// the executor and the handlers to converge. sync is called by the workers
-// of a per-path work queue, so one path is never synced concurrently; the
-// key gate additionally serialises handler calls per plugin (type, name).
+// the executor and the handlers to converge. sync is called from attempt,
+// once per path taken from a per-path work queue, so one path is never
+// synced concurrently; the key gate additionally serialises handler calls
+// per plugin (type, name).
 type reconciler struct {
 	opts     Options
 	dsw      desiredStateOfWorld
@@ -58,6 +59,45 @@ func (r *reconciler) sync(ctx context.Context, path string) time.Duration {
 		return r.recheck(ctx, d, inst)
 	}
 	return r.register(ctx, d)
+}
+
+// class returns the capacity class of path's next attempt and the socket
+// generation it was decided for (0 when the socket is gone).
+func (r *reconciler) class(path string) (attemptClass, uint64) {
+	d, ok := r.dsw.Get(path)
+	if !ok {
+		return classNormal, 0
+	}
+	if r.retries.suspect(path, d.gen) {
+		return classSuspect, d.gen
+	}
+	return classNormal, d.gen
+}
+
+// attempt is one sync of path in an in-flight slot. An attempt that fails
+// after holding its slot for SuspectAfter or longer makes the socket
+// suspect and stretches its backoff to at least the time it held the slot,
+// doubled for each earlier slow failure (retries.slowFailure).
+func (r *reconciler) attempt(ctx context.Context, path string, gen uint64) time.Duration {
+	start := r.now()
+	delay := r.sync(ctx, path)
+	held := r.now().Sub(start)
+	if delay <= 0 || held < r.opts.SuspectAfter || ctx.Err() != nil {
+		return delay
+	}
+	least, ok := r.retries.slowFailure(path, gen, held)
+	if !ok || least <= delay {
+		return delay
+	}
+	now := r.now()
+	r.asw.Update(path, func(i *instance) {
+		// Keep the instance out of owner election for as long.
+		if i.gen == gen && i.retryAt.After(now) {
+			i.retryAt = now.Add(least)
+		}
+	})
+	r.rep.debug("Plugin socket held its slot and failed, backing off", "path", path, "held", held, "retryIn", least)
+	return least
 }
 
 // current returns the desired entry for path after checking the file

@@ -8,7 +8,7 @@ import (
 )
 
 // throttler keeps one token bucket per key (a plugin name). A socket that
-// finds its bucket empty is parked, not queued: it holds no worker, and one
+// finds its bucket empty is parked, not queued: it holds no slot, and one
 // timer per key releases parked sockets newest first as tokens refill.
 // Sockets of other keys never wait behind a parked one.
 type throttler struct {

@@ -119,7 +119,7 @@ func TestNewWatcherBadInput(t *testing.T) {
 		"max below base":      {"/tmp/x", Options{RetryBase: time.Second, RetryMax: time.Millisecond}, "retry max"},
 		"negative rate":       {"/tmp/x", Options{ThrottleRate: -1}, "throttle"},
 		"negative burst":      {"/tmp/x", Options{ThrottleBurst: -1}, "throttle"},
-		"negative workers":    {"/tmp/x", Options{Workers: -2}, "workers"},
+		"negative in-flight":  {"/tmp/x", Options{MaxInFlight: -2}, "in-flight"},
 		"negative log budget": {"/tmp/x", Options{LogBudget: -1}, "log budget"},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -18,9 +18,12 @@ import (
 //	fsWatcher (watch) -> desiredState -> reconciler (+ actualState) -> executor
 //
 // The fs watcher only records which sockets exist and queues their paths;
-// workers take paths from a per-socket work queue and let the reconciler
-// converge each one; the reconciler uses the executor for gRPC and file
-// side effects and the handlers for registration.
+// a dispatcher takes paths from a per-socket work queue and starts one
+// goroutine per attempt, in which the reconciler converges that path; the
+// reconciler uses the executor for gRPC and file side effects and the
+// handlers for registration. Attempts wait on the network without holding
+// anything scarce but an in-flight slot (slots), and suspect sockets may
+// only use part of those.
 type watcher struct {
 	dir  string
 	opts Options
@@ -34,6 +37,7 @@ type watcher struct {
 	queue   workqueue.TypedDelayingInterface[string]
 	fs      *fsWatcher
 	rec     *reconciler
+	slots   *slots
 	rep     *reporter
 	metrics *watcherMetrics
 	wg      sync.WaitGroup
@@ -80,6 +84,9 @@ func newWatcher(dir string, opts Options) (*watcher, error) {
 		now:      time.Now,
 	}
 	w.rec.monitors = newMonitors(w.rec.connectionDropped)
+	w.slots = newSlots(opts.MaxInFlight, opts.SuspectInFlight, w.queue.Add)
+	w.slots.observe = w.metrics.observeInFlight
+	w.slots.waited = w.metrics.observeWait
 	return w, nil
 }
 
@@ -119,39 +126,49 @@ func (w *watcher) Start(ctx context.Context) error {
 		w.queue.ShutDown()
 		return err
 	}
-	w.wg.Add(2 + w.opts.Workers)
+	w.wg.Add(3)
 	go func() { defer w.wg.Done(); w.rep.run(ctx) }()
 	go func() { defer w.wg.Done(); w.fs.run(ctx) }()
-	for range w.opts.Workers {
-		go func() { defer w.wg.Done(); w.work(ctx) }()
-	}
+	go func() { defer w.wg.Done(); w.dispatch(ctx) }()
 	go func() {
 		<-ctx.Done()
 		w.rec.throttle.stop()
 		w.queue.ShutDown()
 	}()
-	logger.Info("Plugin watcher started", "workers", w.opts.Workers, "identityPolicy", w.opts.IdentityPolicy,
-		"throttleRate", w.opts.ThrottleRate, "throttleBurst", w.opts.ThrottleBurst)
+	logger.Info("Plugin watcher started", "maxInFlight", w.opts.MaxInFlight, "suspectInFlight", w.opts.SuspectInFlight,
+		"identityPolicy", w.opts.IdentityPolicy, "throttleRate", w.opts.ThrottleRate, "throttleBurst", w.opts.ThrottleBurst)
 	return nil
 }
 
-func (w *watcher) work(ctx context.Context) {
+// dispatch starts an attempt for each path taken from the queue, in its
+// own goroutine, if the path's share of the in-flight slots has room;
+// otherwise the path is parked in slots, which requeues it with a slot
+// granted once one frees. dispatch itself never waits for a plugin.
+func (w *watcher) dispatch(ctx context.Context) {
 	for {
 		path, quit := w.queue.Get()
 		if quit {
 			return
 		}
-		w.process(ctx, path)
+		class, gen := w.rec.class(path)
+		if ctx.Err() != nil || !w.slots.acquire(path, class) {
+			w.queue.Done(path)
+			continue
+		}
+		w.wg.Add(1)
+		go func() { defer w.wg.Done(); w.process(ctx, path, gen) }()
 	}
 }
 
-func (w *watcher) process(ctx context.Context, path string) {
+// process runs one attempt for path in the slot dispatch acquired.
+func (w *watcher) process(ctx context.Context, path string, gen uint64) {
+	defer w.slots.release(path)
 	defer w.queue.Done(path)
 	defer utilruntime.HandleCrashWithContext(ctx)
 	if ctx.Err() != nil {
 		return
 	}
-	if delay := w.rec.sync(ctx, path); delay > 0 {
+	if delay := w.rec.attempt(ctx, path, gen); delay > 0 {
 		w.queue.AddAfter(path, delay)
 	}
 }

@@ -1,0 +1,141 @@
+package pluginwatcher
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+// slotStep is one call on slots: acquire (want is its result) or release
+// (requeued lists the paths granted a slot by it, in order).
+type slotStep struct {
+	op       string
+	path     string
+	class    attemptClass
+	want     bool
+	requeued []string
+}
+
+func acq(path string, c attemptClass, want bool) slotStep {
+	return slotStep{op: "acquire", path: path, class: c, want: want}
+}
+
+func rel(path string, requeued ...string) slotStep {
+	return slotStep{op: "release", path: path, requeued: requeued}
+}
+
+func TestSlots(t *testing.T) {
+	const n, s = classNormal, classSuspect
+	for name, tc := range map[string]struct {
+		max, suspectMax int
+		steps           []slotStep
+		wantInFlight    int
+		wantSuspect     int
+	}{
+		"normal attempts use every slot": {
+			max: 3, suspectMax: 1,
+			steps:        []slotStep{acq("a", n, true), acq("b", n, true), acq("c", n, true), acq("d", n, false)},
+			wantInFlight: 3,
+		},
+		"suspect attempts are capped, normal ones still start": {
+			max: 3, suspectMax: 1,
+			steps:        []slotStep{acq("h1", s, true), acq("h2", s, false), acq("h3", s, false), acq("good", n, true)},
+			wantInFlight: 2, wantSuspect: 1,
+		},
+		"a freed slot goes to the oldest parked normal path first": {
+			max: 2, suspectMax: 1,
+			steps: []slotStep{
+				acq("a", n, true), acq("b", n, true),
+				acq("h", s, false), acq("c", n, false), acq("d", n, false),
+				rel("a", "c"), rel("b", "d"), rel("c", "h"),
+			},
+			wantInFlight: 2, wantSuspect: 1,
+		},
+		"a suspect slot freed goes to a parked normal path when the total is full": {
+			max: 2, suspectMax: 1,
+			steps: []slotStep{
+				acq("h1", s, true), acq("a", n, true), acq("h2", s, false), acq("b", n, false),
+				rel("h1", "b"),
+			},
+			wantInFlight: 2,
+		},
+		"a granted path starts on its grant and cannot be overtaken": {
+			max: 1, suspectMax: 1,
+			steps: []slotStep{
+				acq("a", n, true), acq("b", n, false), rel("a", "b"),
+				acq("late", n, false), acq("b", n, true), rel("b", "late"), acq("late", n, true),
+			},
+			wantInFlight: 1,
+		},
+		"parking twice keeps one place, parking with another class moves it": {
+			max: 2, suspectMax: 1,
+			steps: []slotStep{
+				acq("h", s, true), acq("a", n, true), acq("x", s, false), acq("x", s, false),
+				acq("x", n, false), rel("a", "x"),
+			},
+			wantInFlight: 2, wantSuspect: 1,
+		},
+		"releasing a path that holds nothing hands out nothing": {
+			max: 1, suspectMax: 1,
+			steps:        []slotStep{acq("a", n, true), acq("b", n, false), rel("zzz")},
+			wantInFlight: 1,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var requeued []string
+			sl := newSlots(tc.max, tc.suspectMax, func(p string) { requeued = append(requeued, p) })
+			for i, st := range tc.steps {
+				switch st.op {
+				case "acquire":
+					if got := sl.acquire(st.path, st.class); got != st.want {
+						t.Fatalf("step %d: acquire(%s, %v) = %v, want %v", i, st.path, st.class, got, st.want)
+					}
+				case "release":
+					requeued = nil
+					sl.release(st.path)
+					if !slices.Equal(requeued, st.requeued) {
+						t.Fatalf("step %d: release(%s) requeued %v, want %v", i, st.path, requeued, st.requeued)
+					}
+				}
+			}
+			inFlight, suspect, _ := sl.counts()
+			if inFlight != tc.wantInFlight || suspect != tc.wantSuspect {
+				t.Errorf("in flight %d (suspect %d), want %d (suspect %d)", inFlight, suspect, tc.wantInFlight, tc.wantSuspect)
+			}
+		})
+	}
+}
+
+// TestSlowFailureBackoff: each slow failure waits at least as long as the
+// attempt held its slot, doubling, capped at RetryMax; a replaced socket
+// (other generation) starts afresh.
+func TestSlowFailureBackoff(t *testing.T) {
+	r := newRetries(10*time.Millisecond, 2*time.Minute)
+	if _, ok := r.slowFailure("/p", 1, 5*time.Second); ok {
+		t.Fatal("slow failure recorded for a socket without a failure history")
+	}
+	var got []time.Duration
+	for range 7 {
+		r.next("/p", 1)
+		d, ok := r.slowFailure("/p", 1, 5*time.Second)
+		if !ok {
+			t.Fatal("slow failure not recorded")
+		}
+		got = append(got, d)
+	}
+	want := []time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second, 40 * time.Second,
+		80 * time.Second, 2 * time.Minute, 2 * time.Minute}
+	if !slices.Equal(got, want) {
+		t.Errorf("delays %v, want %v", got, want)
+	}
+	if !r.suspect("/p", 1) || r.suspect("/p", 2) {
+		t.Error("generation 1 must be suspect, generation 2 not")
+	}
+	if _, ok := r.slowFailure("/p", 2, time.Second); ok {
+		t.Error("slow failure recorded against another generation's history")
+	}
+	r.forget("/p")
+	if r.suspect("/p", 1) {
+		t.Error("a forgotten socket is still suspect")
+	}
+}
