@@ -26,6 +26,6 @@ func RunCleanerProgram(ctx context.Context, argv []string) (code int, ok bool) {
 		return 0, false
 	}
 	defer klog.Flush()
-	ctx = klog.NewContext(ctx, klog.Background().WithName(name))
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName(name))
 	return wipe.Main(ctx, name, argv[1:], os.Stderr), true
 }

@@ -66,14 +66,7 @@ func TestProgramsOnLoopDevices(t *testing.T) {
 			r := newRunner()
 			r.getenv = mapEnv(map[string]string{BlockDeviceVariable: target})
 			var stderr bytes.Buffer
-			code := r.main(ctx, tc.program, tc.args, &stderr)
-			if tc.wantErr != "" {
-				if code != 1 || !strings.Contains(stderr.String(), tc.wantErr) {
-					t.Errorf("exit code %d, stderr %q; want 1 and %q", code, stderr.String(), tc.wantErr)
-				}
-			} else if code != 0 {
-				t.Fatalf("exit code %d: %s", code, stderr.String())
-			}
+			checkExit(t, r.main(ctx, tc.program, tc.args, &stderr), stderr.String(), tc.wantErr)
 			checkContents(t, dev, tc.wantKept)
 		})
 	}

@@ -97,14 +97,7 @@ func TestBlockPrograms(t *testing.T) {
 			r := &runner{getenv: mapEnv(map[string]string{BlockDeviceVariable: "/dev/fake"}), random: seeded,
 				open: func(p string) (Device, error) { dev.name = p; return dev, nil }}
 			var stderr bytes.Buffer
-			code := r.main(ctx, tc.program, tc.args, &stderr)
-			if tc.wantErr != "" {
-				if code != 1 || !strings.Contains(stderr.String(), tc.wantErr) {
-					t.Fatalf("exit code %d, stderr %q; want 1 and %q", code, stderr.String(), tc.wantErr)
-				}
-			} else if code != 0 {
-				t.Fatalf("exit code %d: %s", code, stderr.String())
-			}
+			checkExit(t, r.main(ctx, tc.program, tc.args, &stderr), stderr.String(), tc.wantErr)
 			if !dev.closed {
 				t.Error("the device was not closed")
 			}
@@ -269,6 +262,18 @@ func allZero(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// checkExit fails t unless a program exited with 0 and wantErr is empty,
+// or with 1 and a message containing wantErr.
+func checkExit(t *testing.T, code int, stderr, wantErr string) {
+	t.Helper()
+	switch {
+	case wantErr == "" && code != 0:
+		t.Fatalf("exit code %d: %s", code, stderr)
+	case wantErr != "" && (code != 1 || !strings.Contains(stderr, wantErr)):
+		t.Fatalf("exit code %d, stderr %q; want 1 and %q", code, stderr, wantErr)
+	}
 }
 
 func mapEnv(m map[string]string) func(string) string {
