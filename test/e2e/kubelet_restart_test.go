@@ -1,0 +1,185 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeplug/nodeplug/test/e2e/framework"
+)
+
+// TestKubeletRestartKeepsPlugins: the kubelet is restarted while a pod has
+// an attachable flex volume mounted and a CSI driver and upstream's sample
+// device plugin are registered through nodeplug's watcher. Without any
+// action from the plugins (their processes keep running untouched), the new
+// kubelet registers them again: a new pod gets a device and a new CSI
+// volume. The first pod keeps running (same container, no restart, its
+// volume still mounted), and once it is deleted its flex volume is torn
+// down and detached.
+func TestKubeletRestartKeepsPlugins(t *testing.T) {
+	c := framework.Connect(t)
+	requireFlexDiscovery(t, c)
+	ctx := t.Context()
+	regDir := registrationDir(t, c)
+
+	// The plugins, registered through the watcher.
+	tmp := t.TempDir()
+	bin := filepath.Join(tmp, "sample-device-plugin")
+	run(ctx, t, "go", "build", "-o", bin, "k8s.io/kubernetes/test/images/sample-device-plugin")
+	control := filepath.Join(tmp, "control")
+	if err := os.WriteFile(control, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	startProcess(t, bin, "PLUGIN_SOCK_DIR="+regDir, "REGISTER_CONTROL_FILE="+control)
+	t.Cleanup(func() { _ = os.Remove("/tmp/Dev-1"); _ = os.Remove("/tmp/Dev-2") })
+	startCSIDriver(ctx, t, regDir, c.NodeName)
+	krCreateCSIDriver(ctx, t, c)
+	krWaitAllocatable(ctx, t, c, 2)
+	if err := poll(t, 60*time.Second, func() bool { return csiNodeHas(ctx, c, csiDriverName) }); err != nil {
+		t.Fatalf("CSINode %s does not list %s: %v", c.NodeName, csiDriverName, err)
+	}
+
+	// A pod with an attachable flex volume, mounted.
+	loop, err := os.ReadFile(filepath.Join("..", "..", "deploy", "flexvolume", "drivers", "nodeplug.io~loop", "loop"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	installDriver(t, filepath.Join(c.Dir, "flexvolume", "e2e.restart~loop"), "loop", string(loop))
+	imgDir := filepath.Join(c.Dir, "shared", "restart-loop")
+	pod := flexPod("e2e-restart-flex", "e2e.restart/loop", map[string]string{"size": "32M", "dir": imgDir})
+	pod.Spec.Containers[0].Command = []string{"sh", "-c", "echo before > /data/marker && sleep 3600"}
+	c.CreatePod(ctx, t, pod)
+	before := c.WaitForPod(ctx, t, pod.Name, 90*time.Second, corev1.PodRunning)
+	requireFile(ctx, t, c, pod.Name, "/data/marker", "before")
+	regsBefore := krRegistrations(ctx, t, c)
+
+	muRestartKubelet(ctx, t, c)
+
+	// The plugins are registered again by the new kubelet.
+	if err := poll(t, 60*time.Second, func() bool {
+		r := krRegistrations(ctx, t, c)
+		return r["CSIPlugin"] >= 1 && r["DevicePlugin"] >= 1
+	}); err != nil {
+		t.Fatalf("after the restart the watcher registered %v (before it: %v), want CSIPlugin and DevicePlugin", krRegistrations(ctx, t, c), regsBefore)
+	}
+	krWaitAllocatable(ctx, t, c, 2)
+	dev := framework.BusyboxPod("e2e-restart-device", "ls /tmp/Dev-* && sleep 3600")
+	dev.Spec.Containers[0].Resources.Limits = corev1.ResourceList{sampleResource: resource.MustParse("1")}
+	c.CreatePod(ctx, t, dev)
+	csiPod := framework.BusyboxPod("e2e-restart-csi", "cat /data/hello && sleep 3600")
+	csiPod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	csiPod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+		CSI: &corev1.CSIVolumeSource{Driver: csiDriverName}}}}
+	c.CreatePod(ctx, t, csiPod)
+	c.WaitForPod(ctx, t, dev.Name, 90*time.Second, corev1.PodRunning)
+	c.WaitForPod(ctx, t, csiPod.Name, 90*time.Second, corev1.PodRunning)
+	requireFile(ctx, t, c, csiPod.Name, "/data/hello", csiGreeting)
+
+	// The flex pod kept running on its volume.
+	after, err := c.Client.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := krContainer(after), krContainer(before); got != want {
+		t.Errorf("the flex pod's container after the restart: %s, want %s (unchanged)", got, want)
+	}
+	requireFile(ctx, t, c, pod.Name, "/data/marker", "before")
+
+	// Deleted, its volume is torn down and detached.
+	c.DeletePod(t, pod.Name)
+	waitLoopReleased(t, filepath.Join(imgDir, "data.img"))
+	if err := poll(t, 60*time.Second, func() bool { return !krAttached(ctx, c, "e2e.restart/loop/data") }); err != nil {
+		t.Fatalf("node %s still lists e2e.restart/loop/data attached: %v", c.NodeName, err)
+	}
+}
+
+func krCreateCSIDriver(ctx context.Context, t *testing.T, c *framework.Cluster) {
+	t.Helper()
+	_, err := c.Client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{
+		ObjectMeta: metav1.ObjectMeta{Name: csiDriverName},
+		Spec: storagev1.CSIDriverSpec{
+			AttachRequired:       ptrTo(false),
+			VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecycleEphemeral},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Client.StorageV1().CSIDrivers().Delete(context.Background(), csiDriverName, metav1.DeleteOptions{})
+	})
+}
+
+// krWaitAllocatable waits until the node offers at least n sample devices.
+func krWaitAllocatable(ctx context.Context, t *testing.T, c *framework.Cluster, n int64) {
+	t.Helper()
+	err := poll(t, 90*time.Second, func() bool {
+		node, err := c.Client.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		q := node.Status.Allocatable[sampleResource]
+		return q.Value() >= n
+	})
+	if err != nil {
+		t.Fatalf("node %s does not offer %d %s: %v", c.NodeName, n, sampleResource, err)
+	}
+}
+
+// krRegistrations reads the running kubelet's registrations_total counter
+// by plugin type (through the apiserver's node proxy).
+func krRegistrations(ctx context.Context, t *testing.T, c *framework.Cluster) map[string]float64 {
+	t.Helper()
+	out, err := c.Kubectl(ctx, "get", "--raw", "/api/v1/nodes/"+c.NodeName+"/proxy/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(line, "nodeplug_plugin_watcher_registrations_total{") {
+			continue
+		}
+		var typ string
+		var v float64
+		if i := strings.Index(line, `plugin_type="`); i >= 0 {
+			typ = line[i+len(`plugin_type="`):]
+			typ = typ[:strings.Index(typ, `"`)]
+		}
+		if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &v); err == nil {
+			got[typ] += v
+		}
+	}
+	return got
+}
+
+func krContainer(p *corev1.Pod) string {
+	if len(p.Status.ContainerStatuses) == 0 {
+		return "none"
+	}
+	s := p.Status.ContainerStatuses[0]
+	return fmt.Sprintf("%s (restarts %d)", s.ContainerID, s.RestartCount)
+}
+
+func krAttached(ctx context.Context, c *framework.Cluster, volume string) bool {
+	node, err := c.Client.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
+	if err != nil {
+		return true
+	}
+	for _, v := range node.Status.VolumesAttached {
+		if string(v.Name) == volume {
+			return true
+		}
+	}
+	return false
+}
