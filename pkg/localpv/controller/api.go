@@ -52,15 +52,15 @@ func CheckNodeDiskStateAPI(ctx context.Context, disco discovery.ServerResourcesI
 
 // WaitForNodeDiskStateAPI runs CheckNodeDiskStateAPI every interval until
 // it succeeds, for at most timeout: a CRD applied together with the master
-// takes a moment to be established. The first failure is logged once, so
-// that the reason shows at once; the last one is returned on timeout.
+// takes a moment to be established. The reason of the first failure is
+// logged at once, as information; the last failure is returned on timeout.
 func WaitForNodeDiskStateAPI(ctx context.Context, disco discovery.ServerResourcesInterfaceWithContext, interval, timeout time.Duration) error {
 	logger := klog.FromContext(ctx)
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
 		err := CheckNodeDiskStateAPI(ctx, disco)
 		if err != nil && last == nil {
-			logger.Error(err, "NodeDiskState API not available, waiting for it", "timeout", timeout)
+			logger.Info("Waiting for the NodeDiskState API", "err", err, "timeout", timeout)
 		}
 		if err == nil && last != nil {
 			logger.Info("NodeDiskState API available")
