@@ -3,6 +3,7 @@ SHELL := /usr/bin/env bash
 .DEFAULT_GOAL := help
 
 GO_TEST_FLAGS ?=
+LINT_FLAGS ?=
 
 .PHONY: help
 help: ## List the targets.
@@ -33,8 +34,12 @@ test-e2e: ## local-up, the e2e suite against the cluster, local-down (also on fa
 	hack/e2e.sh $(GO_TEST_FLAGS)
 
 .PHONY: verify
-verify: ## gofmt, go vet, the go.mod pin, no build outputs or big files in git, shell syntax.
+verify: ## gofmt, go vet, golangci-lint, the go.mod pin, no build outputs or big files in git, shell syntax.
 	hack/verify.sh
+
+.PHONY: lint
+lint: ## golangci-lint with logcheck only (part of verify); LINT_FLAGS='--fix' to apply fixes.
+	hack/verify-golangci-lint.sh $(LINT_FLAGS)
 
 .PHONY: update
 update: ## Regenerate generated files (the go.mod replace block).

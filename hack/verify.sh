@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Static checks: gofmt, go vet (root module with the e2e tag, and every
-# staging module), the go.mod pin, no build outputs or files over 1 MiB in
+# staging module), golangci-lint with logcheck (hack/verify-golangci-lint.sh,
+# .golangci.yaml, docs/lint.md), the go.mod pin, no build outputs or files over 1 MiB in
 # git (with the test of that check), the tests of
 # hack/mount-utilities-upgrade.sh (against a fake kubectl), the upstream
 # code nodeplug copies or relies on unchanged since its last review
@@ -22,6 +23,7 @@ for mod in staging/src/github.com/nodeplug/*/go.mod; do
   [[ -f "${mod}" ]] || continue
   (cd "$(dirname "${mod}")" && go vet ./...) || rc=1
 done
+hack/verify-golangci-lint.sh || rc=1
 hack/verify-pin.sh || rc=1
 hack/verify-no-artifacts.sh || rc=1
 hack/verify-no-artifacts_test.sh || rc=1
