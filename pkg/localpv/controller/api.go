@@ -56,27 +56,30 @@ func CheckNodeDiskStateAPI(ctx context.Context, disco discovery.ServerResourcesI
 // logged at once, as information; the last failure is returned on timeout.
 func WaitForNodeDiskStateAPI(ctx context.Context, disco discovery.ServerResourcesInterfaceWithContext, interval, timeout time.Duration) error {
 	logger := klog.FromContext(ctx)
+	deadline := time.Now().Add(timeout)
 	var last error
-	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
+	// Each check runs with ctx, not with a context that ends at the
+	// deadline: a request cut short there would report the deadline instead
+	// of what the apiserver answered.
+	err := wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
 		err := CheckNodeDiskStateAPI(ctx, disco)
-		if err != nil && last == nil {
+		switch {
+		case err == nil:
+			if last != nil {
+				logger.Info("NodeDiskState API available")
+			}
+			return true, nil
+		case last == nil:
 			logger.Info("Waiting for the NodeDiskState API", "err", err, "timeout", timeout)
 		}
-		if err == nil && last != nil {
-			logger.Info("NodeDiskState API available")
+		last = err
+		if time.Now().After(deadline) {
+			return false, fmt.Errorf("gave up after %s: %w", timeout, err)
 		}
-		if err != nil {
-			last = err
-		}
-		return err == nil, nil
+		return false, nil
 	})
-	switch {
-	case err == nil:
-		return nil
-	case ctx.Err() != nil:
+	if err != nil && ctx.Err() != nil {
 		return ctx.Err()
-	case last != nil:
-		return fmt.Errorf("gave up after %s: %w", timeout, last)
 	}
 	return err
 }
