@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/component-base/cli"
 	_ "k8s.io/component-base/logs/json/register"
+	"k8s.io/klog/v2"
 
 	"github.com/nodeplug/nodeplug/cmd/local-volume-provisioner/app"
 )
@@ -24,7 +25,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	if code, ok := app.RunCleanerProgram(ctx, os.Args); ok {
 		stop()
-		os.Exit(code)
+		klog.FlushAndExit(klog.ExitFlushTimeout, code)
 	}
 	cmd := app.NewCommand()
 	cmd.SetContext(ctx)

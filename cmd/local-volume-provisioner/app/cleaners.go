@@ -16,7 +16,7 @@ import (
 // upstream's paths (/scripts/shred.sh, ...; see build/local-volume-provisioner),
 // so that a blockCleanerCommand written for the upstream provisioner runs
 // unchanged. The programs take their arguments as upstream's scripts do, so
-// they bypass the subcommands and their flags.
+// they bypass the subcommands and their flags. The caller flushes the logs.
 func RunCleanerProgram(ctx context.Context, argv []string) (code int, ok bool) {
 	if len(argv) == 0 {
 		return 0, false
@@ -25,7 +25,6 @@ func RunCleanerProgram(ctx context.Context, argv []string) (code int, ok bool) {
 	if !wipe.IsProgram(name) {
 		return 0, false
 	}
-	defer klog.Flush()
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName(name))
 	return wipe.Main(ctx, name, argv[1:], os.Stderr), true
 }
