@@ -27,14 +27,17 @@ GOBIN=${tools_bin} go -C hack/tools/golangci-lint install . ||
   np::die ".golangci.yaml is not a valid golangci-lint configuration" \
     "run '${golangci_lint} config verify' for details"
 
+# Runs that overlap (two engineers, one clone) wait for each other's lock
+# instead of failing.
+run=("${golangci_lint}" run --allow-serial-runners)
 rc=0
 np::log "golangci-lint: root module (tags e2e, integration)"
-"${golangci_lint}" run "$@" ./... || rc=1
+"${run[@]}" "$@" ./... || rc=1
 for mod in staging/src/github.com/nodeplug/*/go.mod; do
   [[ -f "${mod}" ]] || continue
   dir=$(dirname "${mod}")
   np::log "golangci-lint: ${dir}"
-  (cd "${dir}" && "${golangci_lint}" run --path-prefix "${dir}" "$@" ./...) || rc=1
+  (cd "${dir}" && "${run[@]}" --path-prefix "${dir}" "$@" ./...) || rc=1
 done
 if ((rc != 0)); then
   np::warn "golangci-lint found problems (listed above). Fix them; a //nolint:<linter> needs a reason after it. See docs/lint.md."
