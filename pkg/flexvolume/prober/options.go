@@ -79,7 +79,8 @@ type Options struct {
 	Events EventSink
 	// Driver configures driver calls (timeouts, output limit).
 	Driver driver.Config
-	// MinScanInterval is the least time between two directory scans.
+	// MinScanInterval is the least time between two directory scans once a
+	// burst of scanBurst back-to-back scans is used up.
 	MinScanInterval time.Duration
 	// InitRetryMin and InitRetryMax bound the backoff between init retries
 	// of a driver version whose init failed.

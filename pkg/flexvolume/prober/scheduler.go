@@ -6,23 +6,35 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// scheduler spaces directory scans at least min apart without losing a
-// change: the first change after a quiet interval is scanned at once, and
-// every change that arrives sooner is folded into one scan at the end of the
-// interval (a trailing edge). It is owned by the populator goroutine.
+// scheduler limits directory scans with a token bucket without losing a
+// change: up to scanBurst changes in a row are scanned at once (an install
+// is a few events: the driver directory, then the executable renamed in),
+// after that one scan per min, and every change that arrives while no scan
+// is allowed is folded into one scan when the next is (a trailing edge). It
+// is owned by the populator goroutine.
 type scheduler struct {
 	clock   clock.Clock
 	min     time.Duration
-	last    time.Time
-	scanned bool
+	tokens  float64
+	last    time.Time // when tokens was last refilled
 	pending bool
 	timer   clock.Timer
 }
 
+// scanBurst is how many scans may run back to back before they are spaced
+// min apart.
+const scanBurst = 4
+
 func newScheduler(c clock.Clock, min time.Duration) *scheduler {
 	t := c.NewTimer(min)
 	t.Stop()
-	return &scheduler{clock: c, min: min, timer: t}
+	return &scheduler{clock: c, min: min, timer: t, tokens: scanBurst, last: c.Now()}
+}
+
+func (s *scheduler) refill() {
+	now := s.clock.Now()
+	s.tokens = min(scanBurst, s.tokens+float64(now.Sub(s.last))/float64(s.min))
+	s.last = now
 }
 
 // changed records a change and reports whether to scan now. When it returns
@@ -31,12 +43,12 @@ func (s *scheduler) changed() bool {
 	if s.pending {
 		return false
 	}
-	now := s.clock.Now()
-	if !s.scanned || now.Sub(s.last) >= s.min {
+	s.refill()
+	if s.tokens >= 1 {
 		return true
 	}
 	s.pending = true
-	s.timer.Reset(s.last.Add(s.min).Sub(now))
+	s.timer.Reset(time.Duration((1 - s.tokens) * float64(s.min)))
 	return false
 }
 
@@ -53,8 +65,8 @@ func (s *scheduler) fired() { s.pending = false }
 
 // scanning records the start of a scan, which covers every change so far.
 func (s *scheduler) scanning() {
-	s.last = s.clock.Now()
-	s.scanned = true
+	s.refill()
+	s.tokens = max(s.tokens-1, 0)
 	if s.pending {
 		s.timer.Stop()
 		s.pending = false

@@ -27,11 +27,18 @@ func TestScheduler(t *testing.T) {
 		wantFire bool // deferred scan due
 	}{
 		{name: "first change is scanned at once", change: true, wantScan: true},
-		{name: "change within the interval is deferred", advance: 100 * time.Millisecond, change: true},
+		{name: "an install's second event too", advance: 10 * time.Millisecond, change: true, wantScan: true},
+		{name: "third in the burst", advance: 10 * time.Millisecond, change: true, wantScan: true},
+		{name: "fourth in the burst", advance: 10 * time.Millisecond, change: true, wantScan: true},
+		{name: "a flood is deferred", advance: 10 * time.Millisecond, change: true},
 		{name: "more changes are folded", advance: 300 * time.Millisecond, change: true},
-		{name: "not due before the interval ends", advance: 500 * time.Millisecond},
-		{name: "due at the end of the interval", advance: 100 * time.Millisecond, wantFire: true},
-		{name: "quiet second: scanned at once", advance: 2 * time.Second, change: true, wantScan: true},
+		{name: "not due before a scan is allowed", advance: 500 * time.Millisecond},
+		{name: "due once one is", advance: 200 * time.Millisecond, wantFire: true},
+		{name: "the flood goes on: spaced by the interval", advance: 100 * time.Millisecond, change: true},
+		{name: "not due yet", advance: 800 * time.Millisecond},
+		{name: "due a second after the last", advance: 100 * time.Millisecond, wantFire: true},
+		{name: "quiet seconds refill the bucket", advance: 5 * time.Second, change: true, wantScan: true},
+		{name: "and allow a burst again", advance: 10 * time.Millisecond, change: true, wantScan: true},
 	}
 	for _, st := range steps {
 		clk.Step(st.advance)
