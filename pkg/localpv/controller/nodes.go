@@ -137,8 +137,7 @@ func (c *controller) processDiscovery(ctx context.Context, node *v1.Node, job *b
 		return c.discoveryFailed(node, err.Error())
 	}
 	r, err := report.Decode(msgs)
-	var more *report.NeedShardsError
-	if errors.As(err, &more) {
+	if more, ok := errors.AsType[*report.NeedShardsError](err); ok {
 		metrics.DiscoveryDuration.WithLabelValues("resharded").Observe(elapsed)
 		return c.discoveryNeedsShards(node, more.Shards)
 	}

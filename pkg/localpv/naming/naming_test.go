@@ -22,8 +22,8 @@ func TestNamesAreDeterministicAndValid(t *testing.T) {
 			t.Errorf("%q is not a DNS label: %v", name, errs)
 		}
 	}
-	if PVName("a", "/p") != PVName("a", "/p") {
-		t.Fatal("PVName is not deterministic")
+	if a, b := PVName("a", "/p"), PVName("a", "/p"); a != b {
+		t.Fatalf("PVName is not deterministic: %q, then %q", a, b)
 	}
 	if got := len(VolumeID("a", "/p")) * 4; got < 64 {
 		t.Fatalf("volume ID has %d bits, want >= 64", got)
