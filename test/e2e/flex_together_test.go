@@ -57,7 +57,7 @@ func TestFlexDriverInstalledWithPod(t *testing.T) {
 
 // waitLoopReleased waits until no loop device is bound to img: the kubelet
 // has unmounted the volume and the driver's unmountdevice released it.
-func waitLoopReleased(t *testing.T, img string) {
+func waitLoopReleased(t testing.TB, img string) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {

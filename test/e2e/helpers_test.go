@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -28,8 +29,8 @@ func unmountAll(t testing.TB, dir string) {
 		if len(found) == 0 {
 			return
 		}
-		for j := len(found) - 1; j >= 0; j-- {
-			_ = unix.Unmount(found[j], unix.MNT_DETACH)
+		for _, m := range slices.Backward(found) {
+			_ = unix.Unmount(m, unix.MNT_DETACH)
 		}
 	}
 	t.Errorf("mounts remain below %s", dir)

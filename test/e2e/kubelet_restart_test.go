@@ -150,12 +150,9 @@ func krRegistrations(ctx context.Context, t *testing.T, c *framework.Cluster) ma
 		if !strings.HasPrefix(line, "nodeplug_plugin_watcher_registrations_total{") {
 			continue
 		}
-		var typ string
 		var v float64
-		if i := strings.Index(line, `plugin_type="`); i >= 0 {
-			typ = line[i+len(`plugin_type="`):]
-			typ = typ[:strings.Index(typ, `"`)]
-		}
+		_, typ, _ := strings.Cut(line, `plugin_type="`)
+		typ, _, _ = strings.Cut(typ, `"`)
 		if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &v); err == nil {
 			got[typ] += v
 		}

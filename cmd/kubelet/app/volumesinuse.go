@@ -47,7 +47,7 @@ func kubeletVolumeManager(k *kubelet.Kubelet) (volumemanager.VolumeManager, erro
 	if !f.IsValid() || f.Type() != want {
 		return nil, fmt.Errorf("k8s.io/kubernetes/pkg/kubelet.Kubelet has no field %s of type %v", volumeManagerField, want)
 	}
-	vm, _ := reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Interface().(volumemanager.VolumeManager)
+	vm, _ := reflect.TypeAssert[volumemanager.VolumeManager](reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem())
 	if vm == nil {
 		return nil, errNoVolumeManager
 	}
