@@ -62,8 +62,10 @@ func runAll(ctx context.Context, c *config.CompletedConfig, hooks *VolumeHooks,
 		controllers = append(controllers, ctrl)
 		h.AddHealthChecker(controllerhealthz.NamedPingChecker(ctrl.Name()))
 	}
-	cc.InformerFactory.Start(ctx.Done())
+	cc.InformerFactory.StartWithContext(ctx)
 	defer cc.InformerFactory.Shutdown()
+	// informerfactory.InformerFactory (object or metadata informers) has no
+	// StartWithContext.
 	cc.ObjectOrMetadataInformerFactory.Start(ctx.Done())
 	close(cc.InformersStarted)
 	if !upstream.RunControllers(ctx, cc, controllers, upstream.ControllerStartJitter, c.ControllerShutdownTimeout) {

@@ -156,7 +156,7 @@ func runController(ctx context.Context, o *options.MasterOptions, cfg *config.Co
 		StorageClasses: cluster.Storage().V1().StorageClasses(), Jobs: own.Batch().V1().Jobs(),
 		Pods: own.Core().V1().Pods(), Notifications: notif.ForResource(v1alpha1.SchemeGroupVersionResource).Informer(),
 	}
-	c, err := controller.New(kube, inf, recorder, controller.Options{
+	c, err := controller.New(ctx, kube, inf, recorder, controller.Options{
 		Config: cfg, ProvisionerName: o.ProvisionerName, DiscoveryQPS: o.DiscoveryQPS, DiscoveryBurst: o.DiscoveryBurst,
 		RetryBase: o.RetryBase, RetryMax: o.RetryMax, Notifications: dyn.Resource(v1alpha1.SchemeGroupVersionResource),
 		Jobs: jobs.Params{Namespace: o.Namespace, Image: o.Image, ImagePullPolicy: v1.PullPolicy(o.ImagePullPolicy),
@@ -166,9 +166,9 @@ func runController(ctx context.Context, o *options.MasterOptions, cfg *config.Co
 	if err != nil {
 		return err
 	}
-	cluster.Start(ctx.Done())
-	own.Start(ctx.Done())
-	notif.Start(ctx.Done())
+	cluster.StartWithContext(ctx)
+	own.StartWithContext(ctx)
+	notif.Start(ctx.Done()) // the dynamic informer factory has no StartWithContext
 	defer cluster.Shutdown()
 	defer own.Shutdown()
 	defer notif.Shutdown()

@@ -99,12 +99,12 @@ type controller struct {
 var _ Controller = &controller{}
 
 // New returns the master. It registers its event handlers and indexers on
-// the informers.
-func New(kube kubernetes.Interface, inf Informers, recorder record.EventRecorder, opts Options) (Controller, error) {
-	return newController(kube, inf, recorder, opts)
+// the informers; the handlers log with the logger of ctx.
+func New(ctx context.Context, kube kubernetes.Interface, inf Informers, recorder record.EventRecorder, opts Options) (Controller, error) {
+	return newController(ctx, kube, inf, recorder, opts)
 }
 
-func newController(kube kubernetes.Interface, inf Informers, recorder record.EventRecorder, opts Options) (*controller, error) {
+func newController(ctx context.Context, kube kubernetes.Interface, inf Informers, recorder record.EventRecorder, opts Options) (*controller, error) {
 	if opts.Config == nil {
 		return nil, fmt.Errorf("no configuration")
 	}
@@ -138,7 +138,7 @@ func newController(kube kubernetes.Interface, inf Informers, recorder record.Eve
 	if err := inf.Jobs.Informer().AddIndexers(jobIndexers); err != nil {
 		return nil, fmt.Errorf("failed to add Job indexers: %w", err)
 	}
-	if err := c.addHandlers(inf); err != nil {
+	if err := c.addHandlers(klog.FromContext(ctx), inf); err != nil {
 		return nil, err
 	}
 	c.synced = []cache.InformerSynced{inf.Nodes.Informer().HasSynced, inf.PVs.Informer().HasSynced,
@@ -148,12 +148,12 @@ func newController(kube kubernetes.Interface, inf Informers, recorder record.Eve
 }
 
 func (c *controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrash()
+	defer utilruntime.HandleCrashWithContext(ctx)
 	defer c.queue.ShutDown()
 	logger := klog.FromContext(ctx)
 	logger.Info("Starting local volume provisioner master")
 	defer logger.Info("Shutting down local volume provisioner master")
-	if !cache.WaitForNamedCacheSync("local-volume-provisioner", ctx.Done(), c.synced...) {
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
 		return
 	}
 	c.enqueueKnownNodes()

@@ -91,7 +91,8 @@ func (f *fixture) restart() {
 	f.inf = Informers{Nodes: f.factory.Core().V1().Nodes(), PVs: f.factory.Core().V1().PersistentVolumes(),
 		StorageClasses: f.factory.Storage().V1().StorageClasses(), Jobs: f.factory.Batch().V1().Jobs(),
 		Pods: f.factory.Core().V1().Pods(), Notifications: nf.ForResource(v1alpha1.SchemeGroupVersionResource).Informer()}
-	c, err := newController(f.kube, f.inf, f.recorder, Options{
+	_, ctx := ktesting.NewTestContext(f.t)
+	c, err := newController(ctx, f.kube, f.inf, f.recorder, Options{
 		Config: f.cfg, ProvisionerName: "nodeplug.io/local-volume-provisioner", Clock: f.clock,
 		RetryBase: 10 * time.Second, RetryMax: 5 * time.Minute, DiscoveryQPS: 1000, DiscoveryBurst: 1000,
 		Notifications: f.dyn.Resource(v1alpha1.SchemeGroupVersionResource),

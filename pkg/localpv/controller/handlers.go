@@ -7,12 +7,13 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/nodeplug/localpv-api/localpv/v1alpha1"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 )
 
-func (c *controller) addHandlers(inf Informers) error {
+func (c *controller) addHandlers(logger klog.Logger, inf Informers) error {
 	regs := []struct {
 		name string
 		inf  cache.SharedIndexInformer
@@ -42,7 +43,7 @@ func (c *controller) addHandlers(inf Informers) error {
 		}},
 	}
 	for _, r := range regs {
-		if _, err := r.inf.AddEventHandler(r.h); err != nil {
+		if _, err := r.inf.AddEventHandlerWithOptions(r.h, cache.HandlerOptions{Logger: &logger}); err != nil {
 			return fmt.Errorf("failed to watch %s: %w", r.name, err)
 		}
 	}

@@ -81,7 +81,7 @@ func (e *env) startMaster(t *testing.T, retryBase time.Duration) (stop func()) {
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "local-volume-provisioner"})
-	c, err := controller.New(kube, controller.Informers{
+	c, err := controller.New(ctx, kube, controller.Informers{
 		Nodes: cluster.Core().V1().Nodes(), PVs: cluster.Core().V1().PersistentVolumes(),
 		StorageClasses: cluster.Storage().V1().StorageClasses(), Jobs: own.Batch().V1().Jobs(), Pods: own.Core().V1().Pods(),
 		Notifications: notif.ForResource(v1alpha1.SchemeGroupVersionResource).Informer(),
