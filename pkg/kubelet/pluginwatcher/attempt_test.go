@@ -75,16 +75,28 @@ func (f *fakeExec) RemoveStale(string, socketID) (bool, error) { return false, n
 // backoff and the normal class. Time is a fake clock moved by the fake
 // network.
 func TestAttemptSuspectRule(t *testing.T) {
+	for name, tc := range attemptCases() {
+		t.Run(name, func(t *testing.T) {
+			testAttempts(t, tc)
+		})
+	}
+}
+
+// attemptCase is what the fake network does on each attempt, and the
+// delays, class and registration that must follow.
+type attemptCase struct {
+	exec        fakeExec
+	failHandler bool
+	wantDelays  []time.Duration
+	wantSuspect bool
+	wantReg     bool
+}
+
+func attemptCases() map[string]attemptCase {
 	timeout := fmt.Errorf("GetInfo: %w", context.DeadlineExceeded)
 	refused := fmt.Errorf("dial: %w", errRefused)
 	ms := time.Millisecond
-	for name, tc := range map[string]struct {
-		exec        fakeExec
-		failHandler bool
-		wantDelays  []time.Duration
-		wantSuspect bool
-		wantReg     bool
-	}{
+	return map[string]attemptCase{
 		"accept-never-answer: timeouts back off from the time held": {
 			exec:       fakeExec{probeTook: 5 * time.Second, probeErr: timeout},
 			wantDelays: []time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second}, wantSuspect: true,
@@ -114,33 +126,35 @@ func TestAttemptSuspectRule(t *testing.T) {
 			failHandler: true,
 			wantDelays:  []time.Duration{10 * ms, 20 * ms},
 		},
-	} {
-		t.Run(name, func(t *testing.T) {
-			w, path := newAttemptWatcher(t, &tc.exec, tc.failHandler)
-			logger, ctx := ktesting.NewTestContext(t)
-			w.rep.setLogger(logger)
-			var got []time.Duration
-			for range tc.wantDelays {
-				_, gen := w.rec.class(path)
-				delay := w.rec.attempt(ctx, path, gen)
-				got = append(got, delay)
-				tc.exec.clock.advance(delay) // the retry comes when it is due
-			}
-			if !slices.Equal(got, tc.wantDelays) {
-				t.Errorf("delays %v, want %v", got, tc.wantDelays)
-			}
-			if c, _ := w.rec.class(path); (c == classSuspect) != tc.wantSuspect {
-				t.Errorf("class %v, want suspect=%v", c, tc.wantSuspect)
-			}
-			if inst, _ := w.asw.Get(path); inst.registered != tc.wantReg {
-				t.Errorf("registered = %v, want %v", inst.registered, tc.wantReg)
-			}
-			d, _ := w.dsw.Get(path)
-			w.dsw.Observe(path, d.rel, socketID{ino: d.id.ino + 1})
-			if c, _ := w.rec.class(path); c != classNormal {
-				t.Errorf("a replaced socket starts in class %v, want normal", c)
-			}
-		})
+	}
+}
+
+// testAttempts runs len(tc.wantDelays) attempts, each when the previous
+// one's delay has passed on the fake clock.
+func testAttempts(t *testing.T, tc attemptCase) {
+	w, path := newAttemptWatcher(t, &tc.exec, tc.failHandler)
+	logger, ctx := ktesting.NewTestContext(t)
+	w.rep.setLogger(logger)
+	var got []time.Duration
+	for range tc.wantDelays {
+		_, gen := w.rec.class(path)
+		delay := w.rec.attempt(ctx, path, gen)
+		got = append(got, delay)
+		tc.exec.clock.advance(delay) // the retry comes when it is due
+	}
+	if !slices.Equal(got, tc.wantDelays) {
+		t.Errorf("delays %v, want %v", got, tc.wantDelays)
+	}
+	if c, _ := w.rec.class(path); (c == classSuspect) != tc.wantSuspect {
+		t.Errorf("class %v, want suspect=%v", c, tc.wantSuspect)
+	}
+	if inst, _ := w.asw.Get(path); inst.registered != tc.wantReg {
+		t.Errorf("registered = %v, want %v", inst.registered, tc.wantReg)
+	}
+	d, _ := w.dsw.Get(path)
+	w.dsw.Observe(path, d.rel, socketID{ino: d.id.ino + 1})
+	if c, _ := w.rec.class(path); c != classNormal {
+		t.Errorf("a replaced socket starts in class %v, want normal", c)
 	}
 }
 
