@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"reflect"
@@ -66,7 +67,7 @@ func csiInitChild(t *testing.T) {
 	if csiPluginInitialised() {
 		t.Fatalf("csiPluginInitialised is true before the CSI plugin's Init ran.\n%s", onVersionBump)
 	}
-	if err := notReady(); err != errCSINotReady {
+	if err := notReady(); !errors.Is(err, errCSINotReady) {
 		t.Fatalf("before Init, the CSI handler answers %v, want %v.\n%s", err, errCSINotReady, onVersionBump)
 	}
 	// A host without an API client: Init skips the informers and the

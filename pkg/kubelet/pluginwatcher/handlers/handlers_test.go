@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -164,10 +165,10 @@ func TestDevicePluginValidate(t *testing.T) {
 func TestCSIBeforeInit(t *testing.T) {
 	h := CSI()
 	ctx := context.Background()
-	if err := h.ValidatePlugin(ctx, "hostpath.csi.k8s.io", "/csi.sock", []string{"1.0.0"}); err != errCSINotReady {
+	if err := h.ValidatePlugin(ctx, "hostpath.csi.k8s.io", "/csi.sock", []string{"1.0.0"}); !errors.Is(err, errCSINotReady) {
 		t.Errorf("ValidatePlugin = %v, want %v", err, errCSINotReady)
 	}
-	if err := h.RegisterPlugin(ctx, "hostpath.csi.k8s.io", "/csi.sock", []string{"1.0.0"}, nil); err != errCSINotReady {
+	if err := h.RegisterPlugin(ctx, "hostpath.csi.k8s.io", "/csi.sock", []string{"1.0.0"}, nil); !errors.Is(err, errCSINotReady) {
 		t.Errorf("RegisterPlugin = %v, want %v", err, errCSINotReady)
 	}
 	h.DeRegisterPlugin(ctx, "hostpath.csi.k8s.io", "/csi.sock")
