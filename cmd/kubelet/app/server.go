@@ -173,7 +173,7 @@ func (c *command) complete(ctx context.Context, args []string) (*options.Kubelet
 
 // parseError makes an unknown --experimental-* flag name nodeplug's flags.
 func (c *command) parseError(err error) error {
-	if strings.Contains(err.Error(), "experimental-") {
+	if unknown, ok := errors.AsType[*pflag.NotExistError](err); ok && c.isNodeplugName(unknown.GetSpecifiedName()) {
 		var known []string
 		c.nodeplugFlags.VisitAll(func(f *pflag.Flag) { known = append(known, "--"+f.Name) })
 		return fmt.Errorf("failed to parse kubelet flag: %w (nodeplug's flags are: %s)", err, strings.Join(known, ", "))
@@ -182,4 +182,11 @@ func (c *command) parseError(err error) error {
 		return err
 	}
 	return fmt.Errorf("failed to parse kubelet flag: %w", err)
+}
+
+// isNodeplugName reports whether a flag name, as typed, is in nodeplug's
+// --experimental-* namespace once normalised (--experimental_x is
+// --experimental-x).
+func (c *command) isNodeplugName(name string) bool {
+	return strings.HasPrefix(string(c.all.GetNormalizeFunc()(c.all, name)), "experimental-")
 }

@@ -71,17 +71,22 @@ func TestFlagsMatchUpstream(t *testing.T) {
 }
 
 func TestCommandErrors(t *testing.T) {
+	const listsOurs = "nodeplug's flags are"
 	cases := map[string]struct {
 		args []string
 		want string
+		// notWant must not be in the error.
+		notWant string
 	}{
-		"unknown nodeplug flag lists ours": {[]string{"--experimental-flex"}, "nodeplug's flags are: --experimental-flexvolume-discovery"},
-		"malformed nodeplug flag":          {[]string{"--experimental-flexvolume-discovery=maybe"}, "invalid argument \"maybe\""},
-		"unknown upstream flag":            {[]string{"--no-such-flag"}, "unknown flag: --no-such-flag"},
-		"positional argument":              {[]string{"run"}, `unknown command "run"`},
-		"bad name policy":                  {[]string{"--experimental-plugin-name-policy=Ignore"}, `"Ignore" is not one of Warn, Reject`},
-		"bad mount namespace":              {[]string{"--experimental-mount-namespace=a/b"}, `"a/b" is not a namespace name`},
-		"missing config file":              {[]string{"--config=/nonexistent/kubelet.yaml"}, "/nonexistent/kubelet.yaml"},
+		"unknown nodeplug flag lists ours":   {args: []string{"--experimental-flex"}, want: listsOurs + ": --experimental-flexvolume-discovery"},
+		"unknown nodeplug flag, underscores": {args: []string{"--experimental_flex"}, want: listsOurs + ": --experimental-flexvolume-discovery"},
+		"malformed nodeplug flag":            {args: []string{"--experimental-flexvolume-discovery=maybe"}, want: `invalid argument "maybe"`, notWant: listsOurs},
+		"unknown upstream flag":              {args: []string{"--no-such-flag"}, want: "unknown flag: --no-such-flag", notWant: listsOurs},
+		"unknown flag naming experimental-":  {args: []string{"--not-experimental-flex"}, want: "unknown flag: --not-experimental-flex", notWant: listsOurs},
+		"positional argument":                {args: []string{"run"}, want: `unknown command "run"`},
+		"bad name policy":                    {args: []string{"--experimental-plugin-name-policy=Ignore"}, want: `"Ignore" is not one of Warn, Reject`},
+		"bad mount namespace":                {args: []string{"--experimental-mount-namespace=a/b"}, want: `"a/b" is not a namespace name`},
+		"missing config file":                {args: []string{"--config=/nonexistent/kubelet.yaml"}, want: "/nonexistent/kubelet.yaml"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -93,6 +98,9 @@ func TestCommandErrors(t *testing.T) {
 			err = c.run(context.Background(), cmd, tc.args)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+			if tc.notWant != "" && strings.Contains(err.Error(), tc.notWant) {
+				t.Fatalf("error %v contains %q", err, tc.notWant)
 			}
 		})
 	}

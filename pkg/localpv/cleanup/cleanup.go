@@ -12,6 +12,7 @@ package cleanup
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -94,16 +95,16 @@ func (c *cleaner) cleanDirectory(ctx context.Context, p string) error {
 		return fmt.Errorf("failed to list %s: %w", p, err)
 	}
 	logger := klog.FromContext(ctx)
-	var errs []string
+	var errs []error
 	for _, e := range entries {
 		// os.RemoveAll works with unlinkat/openat and never follows a
 		// symlink planted by the previous tenant.
 		if err := os.RemoveAll(filepath.Join(p, e.Name())); err != nil {
-			errs = append(errs, err.Error())
+			errs = append(errs, err)
 		}
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("failed to remove %d entries of %s: %s", len(errs), p, strings.Join(errs, "; "))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("failed to remove %d of %d entries of %s: %w", len(errs), len(entries), p, err)
 	}
 	logger.Info("Removed volume contents", "path", p, "entries", len(entries))
 	return nil

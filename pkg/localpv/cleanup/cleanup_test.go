@@ -2,9 +2,12 @@ package cleanup
 
 import (
 	"bytes"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"k8s.io/klog/v2/ktesting"
@@ -52,6 +55,36 @@ func TestCleanDirectoryKeepsMountPoint(t *testing.T) {
 	}
 	if b, err := os.ReadFile(outside); err != nil || string(b) != "keep" {
 		t.Fatalf("file behind a symlink was touched: %q %v", b, err)
+	}
+}
+
+func TestCleanDirectoryReportsEveryFailedEntry(t *testing.T) {
+	testutil.RequireRoot(t)
+	root := t.TempDir()
+	vol := filepath.Join(root, "vol1")
+	testutil.MountTmpfs(t, vol, 1<<20)
+	// A mount point below the volume cannot be removed (EBUSY), so each of
+	// these two entries fails; the file beside them is still removed.
+	for _, name := range []string{"busy1", "busy2"} {
+		testutil.MountTmpfs(t, filepath.Join(vol, name), 1<<20)
+		mustWrite(t, filepath.Join(vol, name, "f"), "secret")
+	}
+	mustWrite(t, filepath.Join(vol, "data"), "secret")
+	_, ctx := ktesting.NewTestContext(t)
+	err := newTestCleaner(utilexec.New()).Clean(ctx, Request{Kind: report.KindDirectory, MountDir: root, Path: vol})
+	if err == nil {
+		t.Fatal("Clean succeeded with two mount points in the volume")
+	}
+	if !errors.Is(err, syscall.EBUSY) {
+		t.Errorf("error %v does not wrap EBUSY", err)
+	}
+	for _, want := range []string{"failed to remove 2 of 3 entries of " + vol, filepath.Join(vol, "busy1"), filepath.Join(vol, "busy2")} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(vol, "data")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("data was not removed: %v", err)
 	}
 }
 
