@@ -1,7 +1,3 @@
-// Package metrics defines the Prometheus metrics of the local volume
-// provisioner. All names start with local_volume_provisioner_. Durations use
-// buckets from one second to twelve hours, because a shred of a large HDD
-// takes hours.
 package metrics
 
 import (
@@ -11,7 +7,11 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 )
 
-const subsystem = "local_volume_provisioner"
+// Metric names follow docs/metrics.md: nodeplug_<subsystem>_<name>.
+const (
+	namespace = "nodeplug"
+	subsystem = "local_volume_provisioner"
+)
 
 // Label values of the kind label.
 const (
@@ -26,55 +26,55 @@ var (
 	// DiscoveryDuration is the time from discovery Job creation to its
 	// completion, by result.
 	DiscoveryDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
-		Subsystem: subsystem, Name: "discovery_duration_seconds",
+		Namespace: namespace, Subsystem: subsystem, Name: "discovery_duration_seconds",
 		Help:    "Time from the creation of a discovery Job to its completion.",
 		Buckets: DurationBuckets, StabilityLevel: metrics.ALPHA,
 	}, []string{"result"})
 	// CleanupDuration is the time from cleanup Job creation to its
 	// completion, by volume mode and result.
 	CleanupDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
-		Subsystem: subsystem, Name: "cleanup_duration_seconds",
+		Namespace: namespace, Subsystem: subsystem, Name: "cleanup_duration_seconds",
 		Help:    "Time from the creation of a cleanup Job to its completion.",
 		Buckets: DurationBuckets, StabilityLevel: metrics.ALPHA,
 	}, []string{"volume_mode", "result"})
 	// PVsCreated counts PVs created, by storage class.
 	PVsCreated = metrics.NewCounterVec(&metrics.CounterOpts{
-		Subsystem: subsystem, Name: "persistentvolumes_created_total",
+		Namespace: namespace, Subsystem: subsystem, Name: "persistentvolumes_created_total",
 		Help: "PersistentVolumes created.", StabilityLevel: metrics.ALPHA,
 	}, []string{"storage_class"})
 	// PVsDeleted counts PVs deleted, by reason (cleaned, vanished, node_deleted).
 	PVsDeleted = metrics.NewCounterVec(&metrics.CounterOpts{
-		Subsystem: subsystem, Name: "persistentvolumes_deleted_total",
+		Namespace: namespace, Subsystem: subsystem, Name: "persistentvolumes_deleted_total",
 		Help: "PersistentVolumes deleted, by reason.", StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
 	// RejectedReports counts discovery reports rejected whole.
 	RejectedReports = metrics.NewCounterVec(&metrics.CounterOpts{
-		Subsystem: subsystem, Name: "rejected_reports_total",
+		Namespace: namespace, Subsystem: subsystem, Name: "rejected_reports_total",
 		Help: "Discovery reports rejected as a whole, by reason.", StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
 	// RejectedVolumes counts reported volumes rejected by validation.
 	RejectedVolumes = metrics.NewCounterVec(&metrics.CounterOpts{
-		Subsystem: subsystem, Name: "rejected_volumes_total",
+		Namespace: namespace, Subsystem: subsystem, Name: "rejected_volumes_total",
 		Help: "Reported volumes rejected by validation, by reason.", StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
 	// JobFailures counts failed discovery and cleanup Jobs.
 	JobFailures = metrics.NewCounterVec(&metrics.CounterOpts{
-		Subsystem: subsystem, Name: "job_failures_total",
+		Namespace: namespace, Subsystem: subsystem, Name: "job_failures_total",
 		Help: "Discovery and cleanup Jobs that failed.", StabilityLevel: metrics.ALPHA,
 	}, []string{"kind"})
 	// JobsCreated counts Jobs created.
 	JobsCreated = metrics.NewCounterVec(&metrics.CounterOpts{
-		Subsystem: subsystem, Name: "jobs_created_total",
+		Namespace: namespace, Subsystem: subsystem, Name: "jobs_created_total",
 		Help: "Discovery and cleanup Jobs created.", StabilityLevel: metrics.ALPHA,
 	}, []string{"kind"})
 	// MissingVolumes is the number of bound PVs whose disk is gone.
 	MissingVolumes = metrics.NewGauge(&metrics.GaugeOpts{
-		Subsystem: subsystem, Name: "missing_bound_volumes",
+		Namespace: namespace, Subsystem: subsystem, Name: "missing_bound_volumes",
 		Help: "Bound PersistentVolumes whose disk was not found by the last discovery.", StabilityLevel: metrics.ALPHA,
 	})
 	// WatcherNotifications counts the watcher's notifications, by reason.
 	WatcherNotifications = metrics.NewCounterVec(&metrics.CounterOpts{
-		Subsystem: subsystem, Name: "watcher_notifications_total",
+		Namespace: namespace, Subsystem: subsystem, Name: "watcher_notifications_total",
 		Help: "Notifications written by the watcher, by reason and result.", StabilityLevel: metrics.ALPHA,
 	}, []string{"reason", "result"})
 )

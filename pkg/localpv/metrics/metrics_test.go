@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/component-base/metrics/testutil"
+
+	"github.com/nodeplug/nodeplug/pkg/util/metricstest"
 )
 
 func TestRegisterAndExpose(t *testing.T) {
@@ -14,15 +16,34 @@ func TestRegisterAndExpose(t *testing.T) {
 	PVsCreated.WithLabelValues("fast").Inc()
 	CleanupDuration.WithLabelValues("Block", "succeeded").Observe(3 * 3600)
 	want := `
-# HELP local_volume_provisioner_persistentvolumes_created_total [ALPHA] PersistentVolumes created.
-# TYPE local_volume_provisioner_persistentvolumes_created_total counter
-local_volume_provisioner_persistentvolumes_created_total{storage_class="fast"} 1
+# HELP nodeplug_local_volume_provisioner_persistentvolumes_created_total [ALPHA] PersistentVolumes created.
+# TYPE nodeplug_local_volume_provisioner_persistentvolumes_created_total counter
+nodeplug_local_volume_provisioner_persistentvolumes_created_total{storage_class="fast"} 1
 `
 	if err := testutil.GatherAndCompare(legacyregistry.DefaultGatherer, strings.NewReader(want),
-		"local_volume_provisioner_persistentvolumes_created_total"); err != nil {
+		"nodeplug_local_volume_provisioner_persistentvolumes_created_total"); err != nil {
 		t.Fatal(err)
 	}
 	if DurationBuckets[len(DurationBuckets)-1] < 4*3600 {
 		t.Fatal("duration buckets must reach hours")
 	}
+}
+
+func TestMetricsConvention(t *testing.T) {
+	metricstest.Check(t, subsystem, []string{
+		"discovery_duration_seconds", "cleanup_duration_seconds", "persistentvolumes_created_total",
+		"persistentvolumes_deleted_total", "rejected_reports_total", "rejected_volumes_total", "job_failures_total",
+		"jobs_created_total", "missing_bound_volumes", "watcher_notifications_total",
+	}, func() {
+		DiscoveryDuration.WithLabelValues("succeeded").Observe(0)
+		CleanupDuration.WithLabelValues("Filesystem", "succeeded").Observe(0)
+		PVsCreated.WithLabelValues("fast").Add(0)
+		PVsDeleted.WithLabelValues("cleaned").Add(0)
+		RejectedReports.WithLabelValues("WrongNode").Add(0)
+		RejectedVolumes.WithLabelValues("NotAMountPoint").Add(0)
+		JobFailures.WithLabelValues(KindCleanup).Add(0)
+		JobsCreated.WithLabelValues(KindDiscovery).Add(0)
+		WatcherNotifications.WithLabelValues("Resync", "success").Add(0)
+	}, DiscoveryDuration, CleanupDuration, PVsCreated, PVsDeleted, RejectedReports, RejectedVolumes,
+		JobFailures, JobsCreated, MissingVolumes, WatcherNotifications)
 }
