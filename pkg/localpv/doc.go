@@ -13,7 +13,7 @@
 //   - jobs: the Job specs the master creates, and the labels, annotations and finalizers it sets
 //   - controller: the master, the only component that writes PersistentVolumes
 //   - watcher: the per-node DaemonSet that writes the node's NodeDiskState when its directories change
-//   - metrics: the Prometheus metrics of all components
+//   - metrics: the Prometheus metrics of the master and the watcher (nodeplug_local_volume_provisioner_*)
 //   - testutil: test helpers that create real tmpfs mounts and loop devices
 //
 // The NodeDiskState API and its CustomResourceDefinition are in the

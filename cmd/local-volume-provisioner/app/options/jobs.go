@@ -1,4 +1,3 @@
-// Package options holds the flags of each local-volume-provisioner subcommand.
 package options
 
 import (
