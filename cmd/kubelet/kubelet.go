@@ -1,6 +1,8 @@
 // Command kubelet is upstream's kubelet (k8s.io/kubernetes, pinned in go.mod)
 // embedded as a library, plus nodeplug's --experimental-* features. With no
-// experimental flag set it behaves exactly like upstream's kubelet.
+// experimental flag set it runs upstream's kubelet with upstream's
+// dependencies unchanged; only its start-up command's messages, --version and
+// --help differ (README.md, "The binaries").
 package main
 
 import (

@@ -51,7 +51,13 @@ func NewKubeletCommand(ctx context.Context) *cobra.Command {
 		Use: componentName,
 		Long: `kubelet is nodeplug's build of the Kubernetes node agent: upstream's kubelet
 with nodeplug's experimental storage features available behind --experimental-* flags.
-With none of those flags set it behaves exactly like upstream's kubelet.`,
+With none of those flags set it runs upstream's kubelet with upstream's dependencies
+unchanged. Only its start-up command differs from upstream's, in what it logs and
+prints: some start-up messages are worded differently (an unknown --experimental-*
+flag lists nodeplug's flags); as non-root it logs "Kubelet is not running as root"
+instead of upstream's insufficient-permissions error; --version prints both
+upstream's and nodeplug's versions; and --help shows this text and adds a
+"nodeplug flags" section.`,
 		// Flag precedence (command line over --config) needs the raw args,
 		// so cobra must not parse them.
 		DisableFlagParsing: true,
@@ -97,8 +103,9 @@ func (c *command) usage(cmd *cobra.Command) string {
 }
 
 // run is the kubelet's start-up, in upstream's order: parse, short-circuit
-// --help and --version, validate flags, load config, set up logging,
-// validate config, build dependencies, let nodeplug customise them, run.
+// --help and --version, validate flags, load config, set up logging, log the
+// configuration in effect, validate config (and log an unsupported cgroup
+// layout), build dependencies, let nodeplug customise them, run.
 func (c *command) run(ctx context.Context, cmd *cobra.Command, args []string) error {
 	if err := c.all.Parse(args); err != nil {
 		return c.parseError(err)
@@ -113,7 +120,7 @@ func (c *command) run(ctx context.Context, cmd *cobra.Command, args []string) er
 		fmt.Fprintln(cmd.OutOrStdout(), version.String())
 		return nil
 	}
-	server, err := c.complete(ctx, args)
+	server, skipped, err := c.complete(ctx, args)
 	if err != nil {
 		return err
 	}
@@ -129,6 +136,9 @@ func (c *command) run(ctx context.Context, cmd *cobra.Command, args []string) er
 	if uid := os.Getuid(); uid != 0 {
 		logger.Error(nil, "Kubelet is not running as root", "uid", uid)
 	}
+	for _, f := range skipped {
+		logger.V(4).Info("Skipped file in drop-in directory (does not have .conf extension)", "file", f)
+	}
 	ctx = genericapiserver.SetupSignalContext()
 	if err := CustomizeDependencies(ctx, server, deps, c.nodeplug); err != nil {
 		return fmt.Errorf("nodeplug: %w", err)
@@ -137,38 +147,38 @@ func (c *command) run(ctx context.Context, cmd *cobra.Command, args []string) er
 	return upstream.Run(ctx, server, deps, utilfeature.DefaultFeatureGate)
 }
 
-// complete validates flags and config and returns the KubeletServer.
-func (c *command) complete(ctx context.Context, args []string) (*options.KubeletServer, error) {
+// complete validates flags and config and returns the KubeletServer, and the
+// files of --config-dir it skipped.
+func (c *command) complete(ctx context.Context, args []string) (*options.KubeletServer, []string, error) {
 	gates := utilfeature.DefaultMutableFeatureGate
 	if err := gates.SetFromMap(c.config.FeatureGates); err != nil {
-		return nil, fmt.Errorf("failed to set feature gates from flags: %w", err)
+		return nil, nil, fmt.Errorf("failed to set feature gates from flags: %w", err)
 	}
 	if err := options.ValidateKubeletFlags(c.flags); err != nil {
-		return nil, fmt.Errorf("failed to validate kubelet flags: %w", err)
+		return nil, nil, fmt.Errorf("failed to validate kubelet flags: %w", err)
 	}
 	if err := c.nodeplug.Validate(c.flags.RootDirectory); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	kc, skipped, err := loadConfig(ctx, c.flags, c.config, c.all, args)
 	if err != nil {
-		return nil, fmt.Errorf("failed to load kubelet config: %w", err)
+		return nil, nil, fmt.Errorf("failed to load kubelet config: %w", err)
 	}
 	if err := gates.SetFromMap(kc.FeatureGates); err != nil {
-		return nil, fmt.Errorf("failed to set feature gates from config: %w", err)
+		return nil, nil, fmt.Errorf("failed to set feature gates from config: %w", err)
 	}
 	logs.InitLogs()
 	if err := logsapi.ValidateAndApplyAsField(&kc.Logging, utilfeature.DefaultFeatureGate, field.NewPath("logging")); err != nil {
-		return nil, fmt.Errorf("initialize logging: %w", err)
+		return nil, nil, fmt.Errorf("initialize logging: %w", err)
 	}
 	logger := klog.FromContext(ctx)
-	for _, f := range skipped {
-		logger.V(4).Info("Skipped file in drop-in directory (does not have .conf extension)", "file", f)
-	}
+	logEffectiveConfig(logger, kc)
 	cliflag.PrintFlags(c.all)
 	if err := kubeletconfigvalidation.ValidateKubeletConfiguration(kc, utilfeature.DefaultFeatureGate); err != nil {
-		return nil, fmt.Errorf("failed to validate kubelet configuration: %w", err)
+		return nil, nil, fmt.Errorf("failed to validate kubelet configuration: %w", err)
 	}
-	return &options.KubeletServer{KubeletFlags: *c.flags, KubeletConfiguration: *kc}, nil
+	warnKubeletCgroupOutsideReserved(logger, kc)
+	return &options.KubeletServer{KubeletFlags: *c.flags, KubeletConfiguration: *kc}, skipped, nil
 }
 
 // parseError makes an unknown --experimental-* flag name nodeplug's flags.
