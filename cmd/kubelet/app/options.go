@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
 	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/kubernetes/pkg/kubelet/kubeletconfig"
 )
 
 // NodeplugOptions are the kubelet flags that nodeplug adds to upstream's.
@@ -80,7 +81,7 @@ func (o *NodeplugOptions) Validate(rootDir string) error {
 	if err != nil {
 		return fmt.Errorf("--root-dir %q: %w", rootDir, err)
 	}
-	upstreamDir := filepath.Join(root, "plugins_registry")
+	upstreamDir := filepath.Join(root, kubeletconfig.DefaultKubeletPluginsRegistrationDirName)
 	// The watch is recursive, so a parent of upstream's directory would
 	// watch upstream's sockets too, and a subdirectory would be watched by
 	// both. Symlinks are resolved where the paths already exist.
