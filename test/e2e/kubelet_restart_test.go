@@ -12,7 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -34,18 +33,10 @@ func TestKubeletRestartKeepsPlugins(t *testing.T) {
 	regDir := registrationDir(t, c)
 
 	// The plugins, registered through the watcher.
-	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "sample-device-plugin")
-	run(ctx, t, "go", "build", "-o", bin, "k8s.io/kubernetes/test/images/sample-device-plugin")
-	control := filepath.Join(tmp, "control")
-	if err := os.WriteFile(control, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	startProcess(t, bin, "PLUGIN_SOCK_DIR="+regDir, "REGISTER_CONTROL_FILE="+control)
-	t.Cleanup(func() { _ = os.Remove("/tmp/Dev-1"); _ = os.Remove("/tmp/Dev-2") })
+	startSampleDevicePlugin(ctx, t, regDir)
 	startCSIDriver(ctx, t, regDir, c.NodeName)
-	krCreateCSIDriver(ctx, t, c)
-	krWaitAllocatable(ctx, t, c, 2)
+	createCSIDriverObject(ctx, t, c)
+	waitAllocatable(ctx, t, c, 2)
 	if err := poll(t, 60*time.Second, func() bool { return csiNodeHas(ctx, c, csiDriverName) }); err != nil {
 		t.Fatalf("CSINode %s does not list %s: %v", c.NodeName, csiDriverName, err)
 	}
@@ -73,7 +64,7 @@ func TestKubeletRestartKeepsPlugins(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("after the restart the watcher registered %v (before it: %v), want CSIPlugin and DevicePlugin", krRegistrations(ctx, t, c), regsBefore)
 	}
-	krWaitAllocatable(ctx, t, c, 2)
+	waitAllocatable(ctx, t, c, 2)
 	dev := framework.BusyboxPod("e2e-restart-device", "ls /tmp/Dev-* && sleep 3600")
 	dev.Spec.Containers[0].Resources.Limits = corev1.ResourceList{sampleResource: resource.MustParse("1")}
 	c.CreatePod(ctx, t, dev)
@@ -101,39 +92,6 @@ func TestKubeletRestartKeepsPlugins(t *testing.T) {
 	waitLoopReleased(t, filepath.Join(imgDir, "data.img"))
 	if err := poll(t, 60*time.Second, func() bool { return !krAttached(ctx, c, "e2e.restart/loop/data") }); err != nil {
 		t.Fatalf("node %s still lists e2e.restart/loop/data attached: %v", c.NodeName, err)
-	}
-}
-
-func krCreateCSIDriver(ctx context.Context, t *testing.T, c *framework.Cluster) {
-	t.Helper()
-	_, err := c.Client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{
-		ObjectMeta: metav1.ObjectMeta{Name: csiDriverName},
-		Spec: storagev1.CSIDriverSpec{
-			AttachRequired:       ptrTo(false),
-			VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecycleEphemeral},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = c.Client.StorageV1().CSIDrivers().Delete(context.Background(), csiDriverName, metav1.DeleteOptions{})
-	})
-}
-
-// krWaitAllocatable waits until the node offers at least n sample devices.
-func krWaitAllocatable(ctx context.Context, t *testing.T, c *framework.Cluster, n int64) {
-	t.Helper()
-	err := poll(t, 90*time.Second, func() bool {
-		node, err := c.Client.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
-		if err != nil {
-			return false
-		}
-		q := node.Status.Allocatable[sampleResource]
-		return q.Value() >= n
-	})
-	if err != nil {
-		t.Fatalf("node %s does not offer %d %s: %v", c.NodeName, n, sampleResource, err)
 	}
 }
 

@@ -5,12 +5,10 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -236,56 +234,10 @@ func muKubeletMetric(ctx context.Context, t testing.TB, c *framework.Cluster, me
 }
 
 // muRestartKubelet stops the kubelet local-up started and starts it again
-// with the same command line and environment, as an operator's service
-// manager would.
+// with the same command line and environment.
 func muRestartKubelet(ctx context.Context, t testing.TB, c *framework.Cluster) {
 	t.Helper()
-	pidFile := filepath.Join(c.Dir, "pids", "kubelet")
-	raw, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid := strings.TrimSpace(string(raw))
-	argv := procList(t, pid, "cmdline")
-	env := procList(t, pid, "environ")
-	var p int
-	fmt.Sscan(pid, &p)
-	if err := syscall.Kill(p, syscall.SIGTERM); err != nil {
-		t.Fatalf("stop kubelet %d: %v", p, err)
-	}
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return syscall.Kill(p, 0) != nil, nil
-	}); err != nil {
-		t.Fatalf("kubelet %d did not stop", p)
-	}
-	logf, err := os.OpenFile(filepath.Join(c.Dir, "logs", "kubelet.log"), os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env, cmd.Stdout, cmd.Stderr = env, logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start kubelet: %v", err)
-	}
-	if err := os.WriteFile(pidFile, []byte(fmt.Sprintf("%d\n", cmd.Process.Pid)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = cmd.Wait() }()
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
-		resp, err := http.Get("http://127.0.0.1:10248/healthz")
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	}); err != nil {
-		t.Fatalf("kubelet not healthy after its restart: %v", err)
-	}
-	if _, err := c.Kubectl(ctx, "wait", "--for=condition=Ready", "node/"+c.NodeName, "--timeout=60s"); err != nil {
-		t.Fatalf("node not Ready after the kubelet restart: %v", err)
-	}
+	restartComponent(ctx, t, c, "kubelet", nil)
 }
 
 // muKubeletLogSinceRestart returns the kubelet log written by the newest

@@ -45,6 +45,19 @@ func registrationDir(t *testing.T, c *framework.Cluster) string {
 func TestPluginWatcherSampleDevicePlugin(t *testing.T) {
 	c := framework.Connect(t)
 	ctx := t.Context()
+	startSampleDevicePlugin(ctx, t, registrationDir(t, c))
+	waitAllocatable(ctx, t, c, 2)
+	pod := framework.BusyboxPod("e2e-device", "ls /tmp/Dev-* && sleep 3600")
+	pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{sampleResource: resource.MustParse("1")}
+	c.CreatePod(ctx, t, pod)
+	c.WaitForPod(ctx, t, pod.Name, 90*time.Second, corev1.PodRunning)
+}
+
+// startSampleDevicePlugin builds and runs upstream's sample device plugin
+// with its socket in regDir and its direct registration switched off, so
+// that only the watcher registers it; it stops when t ends.
+func startSampleDevicePlugin(ctx context.Context, t *testing.T, regDir string) {
+	t.Helper()
 	tmp := t.TempDir()
 	bin := filepath.Join(tmp, "sample-device-plugin")
 	run(ctx, t, "go", "build", "-o", bin, "k8s.io/kubernetes/test/images/sample-device-plugin")
@@ -52,25 +65,43 @@ func TestPluginWatcherSampleDevicePlugin(t *testing.T) {
 	if err := os.WriteFile(control, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	startProcess(t, bin, "PLUGIN_SOCK_DIR="+registrationDir(t, c), "REGISTER_CONTROL_FILE="+control)
+	startProcess(t, bin, "PLUGIN_SOCK_DIR="+regDir, "REGISTER_CONTROL_FILE="+control)
+	t.Cleanup(func() { _ = os.Remove("/tmp/Dev-1"); _ = os.Remove("/tmp/Dev-2") })
+}
 
+// waitAllocatable waits until the node offers at least n sample devices.
+func waitAllocatable(ctx context.Context, t *testing.T, c *framework.Cluster, n int64) {
+	t.Helper()
 	err := poll(t, 90*time.Second, func() bool {
 		node, err := c.Client.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
 		if err != nil {
 			return false
 		}
 		q := node.Status.Allocatable[sampleResource]
-		return q.Value() == 2
+		return q.Value() >= n
 	})
 	if err != nil {
-		t.Fatalf("node %s does not advertise 2 %s: %v", c.NodeName, sampleResource, err)
+		t.Fatalf("node %s does not offer %d %s: %v", c.NodeName, n, sampleResource, err)
 	}
+}
 
-	pod := framework.BusyboxPod("e2e-device", "ls /tmp/Dev-* && sleep 3600")
-	pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{sampleResource: resource.MustParse("1")}
-	c.CreatePod(ctx, t, pod)
-	t.Cleanup(func() { _ = os.Remove("/tmp/Dev-1"); _ = os.Remove("/tmp/Dev-2") })
-	c.WaitForPod(ctx, t, pod.Name, 90*time.Second, corev1.PodRunning)
+// createCSIDriverObject creates the CSIDriver object of the test CSI driver
+// (no attach, ephemeral volumes) and deletes it when t ends.
+func createCSIDriverObject(ctx context.Context, t *testing.T, c *framework.Cluster) {
+	t.Helper()
+	_, err := c.Client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{
+		ObjectMeta: metav1.ObjectMeta{Name: csiDriverName},
+		Spec: storagev1.CSIDriverSpec{
+			AttachRequired:       ptrTo(false),
+			VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecycleEphemeral},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Client.StorageV1().CSIDrivers().Delete(context.Background(), csiDriverName, metav1.DeleteOptions{})
+	})
 }
 
 // TestPluginWatcherCSIDriver: a CSI driver (the minimal one in
@@ -83,18 +114,7 @@ func TestPluginWatcherCSIDriver(t *testing.T) {
 	ctx := t.Context()
 	drv := startCSIDriver(ctx, t, registrationDir(t, c), c.NodeName)
 
-	if _, err := c.Client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{
-		ObjectMeta: metav1.ObjectMeta{Name: csiDriverName},
-		Spec: storagev1.CSIDriverSpec{
-			AttachRequired:       ptrTo(false),
-			VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecycleEphemeral},
-		},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = c.Client.StorageV1().CSIDrivers().Delete(context.Background(), csiDriverName, metav1.DeleteOptions{})
-	})
+	createCSIDriverObject(ctx, t, c)
 	if err := poll(t, 60*time.Second, func() bool { return csiNodeHas(ctx, c, csiDriverName) }); err != nil {
 		t.Fatalf("CSINode %s does not list %s: %v", c.NodeName, csiDriverName, err)
 	}
