@@ -16,10 +16,12 @@ type monitors struct {
 	mu      sync.Mutex
 	cancels map[string]context.CancelFunc
 	onDrop  func(path string)
+	// waitDrop is waitForDrop; tests replace it to run without connections.
+	waitDrop func(ctx context.Context, conn *pluginConn) bool
 }
 
 func newMonitors(onDrop func(string)) *monitors {
-	return &monitors{cancels: map[string]context.CancelFunc{}, onDrop: onDrop}
+	return &monitors{cancels: map[string]context.CancelFunc{}, onDrop: onDrop, waitDrop: waitForDrop}
 }
 
 // watch takes ownership of conn for the registered socket at path.
@@ -34,7 +36,7 @@ func (m *monitors) watch(ctx context.Context, path string, conn *pluginConn) {
 	m.mu.Unlock()
 	go func() {
 		defer conn.closeNow()
-		if waitForDrop(ctx, conn) {
+		if m.waitDrop(ctx, conn) {
 			m.onDrop(path)
 		}
 	}()

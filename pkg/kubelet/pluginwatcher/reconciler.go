@@ -32,6 +32,8 @@ type reconciler struct {
 	handler  func(pluginType string) (Handler, bool)
 	enqueue  func(path string)
 	now      func() time.Time
+	// stat is lstatSocket; tests replace it with a fake file system.
+	stat func(path string) (socketID, bool, error)
 	// gaugeMu makes the reset-and-set of the registered gauge atomic.
 	gaugeMu sync.Mutex
 }
@@ -107,7 +109,7 @@ func (r *reconciler) current(path string) (desiredSocket, bool) {
 	if !ok {
 		return d, false
 	}
-	id, isSock, err := lstatSocket(path)
+	id, isSock, err := r.stat(path)
 	if err != nil || !isSock {
 		r.dsw.Forget(path)
 		return desiredSocket{}, false

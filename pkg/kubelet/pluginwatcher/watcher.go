@@ -82,6 +82,7 @@ func newWatcher(dir string, opts Options) (*watcher, error) {
 		handler:  w.handler,
 		enqueue:  w.queue.Add,
 		now:      time.Now,
+		stat:     lstatSocket,
 	}
 	w.rec.monitors = newMonitors(w.rec.connectionDropped)
 	w.slots = newSlots(opts.MaxInFlight, opts.SuspectInFlight, w.queue.Add)
