@@ -151,9 +151,8 @@ func (r *reconciler) connectionDropped(path string) {
 	}
 }
 
-// failed records a failed attempt: the plugin is told why, the instance
-// backs off (and is excluded from owner election meanwhile), and the newest
-// other socket of the plugin, if any, is queued to stand in.
+// failed records a failed attempt: the plugin is told why and the socket
+// backs off (see backOff).
 func (r *reconciler) failed(ctx context.Context, conn *pluginConn, path string, gen uint64, typ, name, reason string, err error) time.Duration {
 	if ctx.Err() != nil {
 		return 0 // shutting down
@@ -163,16 +162,25 @@ func (r *reconciler) failed(ctx context.Context, conn *pluginConn, path string, 
 	r.rep.warn("Plugin registration failed", typ+"/"+name, EventPluginFailed, err,
 		"path", path, "pluginType", typ, "pluginName", name, "reason", reason, "retryIn", delay)
 	r.notifyFailure(ctx, conn, err)
+	return r.backOff(path, gen, delay)
+}
+
+// backOff returns delay, the wait before the next attempt on (path, gen).
+// Meanwhile an instance known from an earlier probe is excluded from owner
+// election, unless it is registered (a registered plugin that answers
+// slowly stays registered), and the newest other socket of its plugin, if
+// any, is queued to stand in.
+func (r *reconciler) backOff(path string, gen uint64, delay time.Duration) time.Duration {
+	now := r.now()
 	var key *pluginKey
 	r.asw.Update(path, func(i *instance) {
-		if i.gen == gen {
-			i.retryAt = r.now().Add(delay)
-			i.registered = false
+		if i.gen == gen && !i.registered {
+			i.retryAt = now.Add(delay)
 			key = &i.key
 		}
 	})
 	if key != nil {
-		if next, ok := r.asw.Elect(*key, r.now()); ok {
+		if next, ok := r.asw.Elect(*key, now); ok {
 			r.enqueue(next.path)
 		}
 	}

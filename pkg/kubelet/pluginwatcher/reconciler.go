@@ -221,7 +221,8 @@ func (r *reconciler) throttled(key, path string) {
 
 // probeFailed classifies a failed dial or GetInfo. Refused connections
 // count towards stale-socket removal; anything else (timeouts, non-gRPC
-// listeners, errors) is only retried, never removed.
+// listeners, errors) is only retried, never removed. Either way the socket
+// backs off, and a standby that fails lets the next one stand in.
 func (r *reconciler) probeFailed(ctx context.Context, d desiredSocket, err error) time.Duration {
 	if ctx.Err() != nil {
 		return 0 // shutting down
@@ -232,8 +233,11 @@ func (r *reconciler) probeFailed(ctx context.Context, d desiredSocket, err error
 		return r.syncGone(ctx, d.path)
 	case errors.Is(err, errRefused):
 		delay, removed, n := r.maybeRemoveStale(ctx, d)
-		if removed || delay > 0 {
+		if removed {
 			return delay
+		}
+		if delay > 0 {
+			return r.backOff(d.path, d.gen, delay) // waiting out StaleGrace
 		}
 		if n == 1 {
 			// A first refusal is normal: the file exists from bind() on,
@@ -247,7 +251,7 @@ func (r *reconciler) probeFailed(ctx context.Context, d desiredSocket, err error
 		r.metrics.failures.WithLabelValues(unknownType, reasonGetInfo).Inc()
 		r.rep.warn("Plugin did not answer GetInfo", d.rel, EventPluginFailed, err, "path", d.path)
 	}
-	return r.retries.next(d.path, d.gen)
+	return r.backOff(d.path, d.gen, r.retries.next(d.path, d.gen))
 }
 
 // maybeRemoveStale deletes the socket file once it has refused

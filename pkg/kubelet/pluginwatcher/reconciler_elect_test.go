@@ -96,6 +96,43 @@ var electionCases = []reconcilerCase{{
 		want:       []string{"validate eta.3", "deregister eta.2", "validate eta.3", "register eta.3", "status eta.3 ok"},
 		registered: []string{"eta.3"},
 	}},
+}, {
+	name: "the owner leaves and the next newest does not answer: the next live socket stands in",
+	steps: []step{{
+		do:         []action{create(sock{"eta.3", 3}, sock{"eta.2", 2}, sock{"eta.1", 1})},
+		want:       []string{"validate eta.3", "register eta.3", "status eta.3 ok"},
+		registered: []string{"eta.3"},
+	}, {
+		do: []action{probeFails("eta.2", errTestTimeout, always), remove("eta.3")},
+		want: []string{
+			"deregister eta.3", "retry eta.2 10ms",
+			"validate eta.1", "register eta.1", "status eta.1 ok",
+		},
+		registered: []string{"eta.1"},
+	}, {
+		do:         []action{probeFails("eta.2", nil, 0)},
+		wait:       10 * time.Millisecond,
+		want:       []string{"validate eta.2", "deregister eta.1", "validate eta.2", "register eta.2", "status eta.2 ok"},
+		registered: []string{"eta.2"},
+	}},
+}, {
+	name: "the owner leaves and the next newest has died: the next live socket stands in, the dead one is removed",
+	steps: []step{{
+		do:         []action{create(sock{"eta.3", 3}, sock{"eta.2", 2}, sock{"eta.1", 1})},
+		want:       []string{"validate eta.3", "register eta.3", "status eta.3 ok"},
+		registered: []string{"eta.3"},
+	}, {
+		// A first refusal is the bind-to-listen window: no stand-in yet.
+		do:   []action{probeFails("eta.2", errTestRefused, always), remove("eta.3")},
+		want: []string{"deregister eta.3", "retry eta.2 1ms"},
+	}, {
+		wait: 2 * time.Second,
+		want: []string{
+			"retry eta.2 10ms", "validate eta.1", "register eta.1", "status eta.1 ok",
+			"retry eta.2 20ms", "retry eta.2 40ms", "retry eta.2 929ms", "remove eta.2",
+		},
+		registered: []string{"eta.1"},
+	}},
 }}
 
 // TestReconcilerRetirement: de-registration is keyed by plugin name and
