@@ -30,7 +30,7 @@ hack/verify-no-artifacts_test.sh || rc=1
 hack/mount-utilities-upgrade_test.sh || rc=1
 hack/cluster-start_test.sh || rc=1
 hack/verify-upstream-internals.sh || rc=1
-for f in hack/*.sh hack/lib/*.sh .ci/run; do
+for f in hack/*.sh hack/lib/*.sh hack/lib/*/*.sh .ci/run; do
   [[ -f "${f}" ]] && { bash -n "${f}" || rc=1; }
 done
 ((rc == 0)) && np::log "verify: all checks passed"
