@@ -168,6 +168,7 @@ func newAttemptWatcher(t *testing.T, exec *fakeExec, failHandler bool) (*watcher
 	if err != nil {
 		t.Fatal(err)
 	}
+	w.rec.retries.jitter = 0 // the cases check exact delays
 	h := HandlerFuncs{}
 	if failHandler {
 		h.Register = func(context.Context, string, string, []string, *time.Duration) error {

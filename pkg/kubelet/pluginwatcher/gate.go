@@ -1,6 +1,7 @@
 package pluginwatcher
 
 import (
+	"math/rand/v2"
 	"sync"
 	"time"
 )
@@ -56,14 +57,22 @@ type retries struct {
 	base   time.Duration
 	max    time.Duration
 	byPath map[string]*retryState
+	// jitter stretches each delay by a random fraction of up to jitter of
+	// it, so that sockets that failed together do not retry together.
+	jitter float64
 }
 
+// retryJitter is the default jitter of retries: a delay d becomes one in
+// [d, 1.5d), capped at the maximum.
+const retryJitter = 0.5
+
 func newRetries(base, max time.Duration) *retries {
-	return &retries{base: base, max: max, byPath: map[string]*retryState{}}
+	return &retries{base: base, max: max, byPath: map[string]*retryState{}, jitter: retryJitter}
 }
 
 // next records a failure of (path, gen) and returns the delay before the
-// next attempt: base, 2*base, 4*base, ... capped at max.
+// next attempt: base, 2*base, 4*base, ... capped at max, each stretched by
+// the jitter.
 func (r *retries) next(path string, gen uint64) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -73,6 +82,9 @@ func (r *retries) next(path string, gen uint64) time.Duration {
 		d *= 2
 	}
 	st.failures++
+	if r.jitter > 0 {
+		d += time.Duration(rand.Float64() * r.jitter * float64(d)) // #nosec G404 -- spreading retries, not security
+	}
 	return min(d, r.max)
 }
 

@@ -52,6 +52,7 @@ func newTestbed(t *testing.T, opts Options, h *scriptedHandler, handler Handler)
 	t.Cleanup(cancel) // ends the monitors
 	w.rep.setLogger(logger)
 	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	w.rec.retries.jitter = 0 // the cases check exact delays
 	tb := &testbed{t: t, ctx: ctx, clock: clock, h: h, w: w, rec: w.rec}
 	tb.net = &fakeNet{record: tb.record, files: map[string]socketID{}, plugins: map[string]*fakePlugin{}, conns: map[*pluginConn]string{}}
 	tb.queue = &fakeQueue{clock: clock, waiting: map[string]time.Time{}}

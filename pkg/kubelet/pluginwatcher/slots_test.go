@@ -1,6 +1,7 @@
 package pluginwatcher
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -145,5 +146,30 @@ func TestSlowFailureBackoff(t *testing.T) {
 	r.forget("/p")
 	if r.suspect("/p", 1) {
 		t.Error("a forgotten socket is still suspect")
+	}
+}
+
+// TestRetryJitter: the default jitter keeps every delay within [d, 1.5d)
+// of the exponential step and below RetryMax, and spreads sockets that
+// failed together.
+func TestRetryJitter(t *testing.T) {
+	r := newRetries(10*time.Millisecond, 2*time.Minute)
+	firsts := map[time.Duration]bool{}
+	for i := range 50 {
+		path := fmt.Sprintf("/p%d", i)
+		step := 10 * time.Millisecond
+		for range 16 {
+			d := r.next(path, 1)
+			if upper := min(step+step/2, 2*time.Minute); d < step || d > upper {
+				t.Fatalf("delay %v for step %v: want within [%v, %v]", d, step, step, upper)
+			}
+			if step == 10*time.Millisecond {
+				firsts[d] = true
+			}
+			step = min(2*step, 2*time.Minute)
+		}
+	}
+	if len(firsts) < 10 {
+		t.Errorf("50 sockets' first retries took %d distinct delays; want them spread", len(firsts))
 	}
 }
