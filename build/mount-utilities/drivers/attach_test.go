@@ -1,17 +1,13 @@
 package drivers
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/nodeplug/nodeplug/pkg/util/testutil"
 )
@@ -35,9 +31,7 @@ type attachEnv struct {
 
 func newAttachEnv(t *testing.T) *attachEnv {
 	t.Helper()
-	if _, err := os.Stat(busybox); err != nil {
-		testutil.MissingCapability(t, "needs %s (apt-get install busybox-static): %v", busybox, err)
-	}
+	requireBusybox(t)
 	dir := t.TempDir()
 	return &attachEnv{stateDir: filepath.Join(dir, "state"), logDir: filepath.Join(dir, "log")}
 }
@@ -46,19 +40,8 @@ func newAttachEnv(t *testing.T) *attachEnv {
 // decodes it.
 func (e *attachEnv) run(t *testing.T, args ...string) (attachReply, int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, busybox, append([]string{"sh", attachDriver}, args...)...)
-	cmd.Env = []string{"PATH=" + filepath.Join(e.stateDir, "no-bin"),
-		"NODEPLUG_ATTACH_STATE_DIR=" + e.stateDir, "NODEPLUG_ATTACH_LOG_DIR=" + e.logDir}
-	cmd.WaitDelay = 2 * time.Second
-	out, err := cmd.Output()
-	code := 0
-	if exit, ok := errors.AsType[*exec.ExitError](err); ok {
-		code = exit.ExitCode()
-	} else if err != nil {
-		t.Fatalf("driver %q: %v", args, err)
-	}
+	out, code := runDriver(t, attachDriver, []string{"PATH=" + filepath.Join(e.stateDir, "no-bin"),
+		"NODEPLUG_ATTACH_STATE_DIR=" + e.stateDir, "NODEPLUG_ATTACH_LOG_DIR=" + e.logDir}, args...)
 	if strings.Count(string(out), "\n") != 1 || !strings.HasSuffix(string(out), "\n") {
 		t.Fatalf("driver %q printed %q, want one line", args, out)
 	}
@@ -81,11 +64,7 @@ func (e *attachEnv) ok(t *testing.T, args ...string) attachReply {
 
 func (e *attachEnv) driverLog(t *testing.T) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(e.logDir, "driver.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	return readDriverLog(t, e.logDir)
 }
 
 func TestAttachInit(t *testing.T) {
@@ -94,14 +73,7 @@ func TestAttachInit(t *testing.T) {
 	if !r.Capabilities["attach"] {
 		t.Fatalf("init = %+v, want capabilities.attach true", r)
 	}
-	host, err := os.Hostname()
-	if err != nil {
-		t.Fatal(err)
-	}
-	line := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ ` + regexp.QuoteMeta(host) + ` init$`)
-	if log := e.driverLog(t); len(log) != 1 || !line.MatchString(log[0]) {
-		t.Fatalf("driver.log = %q, want one line '<date> %s init'", log, host)
-	}
+	requireInitLogged(t, e.driverLog(t))
 }
 
 func TestAttachGetVolumeName(t *testing.T) {

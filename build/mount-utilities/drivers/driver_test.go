@@ -5,13 +5,10 @@ package drivers
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,8 +17,6 @@ import (
 
 	"github.com/nodeplug/nodeplug/pkg/util/testutil"
 )
-
-const busybox = "/bin/busybox"
 
 var driver = filepath.Join("nodeplug.io~fuse", "fuse")
 
@@ -38,9 +33,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	if _, err := os.Stat(busybox); err != nil {
-		testutil.MissingCapability(t, "needs %s (apt-get install busybox-static): %v", busybox, err)
-	}
+	requireBusybox(t)
 	dir := t.TempDir()
 	e := &env{bin: filepath.Join(dir, "bin"), logDir: filepath.Join(dir, "log"), stateDir: filepath.Join(dir, "state"), timeout: "10"}
 	if err := os.Mkdir(e.bin, 0o755); err != nil {
@@ -62,22 +55,8 @@ func (e *env) fakeDaemon(t *testing.T, script string) {
 // driver's stdout stays open after the driver exits (ExecSync would hang).
 func (e *env) run(t *testing.T, args ...string) (reply, int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, busybox, append([]string{"sh", driver}, args...)...)
-	cmd.Env = []string{"PATH=" + e.bin, "NODEPLUG_FUSE_LOG_DIR=" + e.logDir,
-		"NODEPLUG_FUSE_STATE_DIR=" + e.stateDir, "NODEPLUG_FUSE_MOUNT_TIMEOUT=" + e.timeout}
-	cmd.WaitDelay = 2 * time.Second
-	out, err := cmd.Output()
-	if errors.Is(err, exec.ErrWaitDelay) {
-		t.Fatalf("driver %q: stdout still open after the driver exited (a child holds it)", args)
-	}
-	code := 0
-	if exit, ok := errors.AsType[*exec.ExitError](err); ok {
-		code = exit.ExitCode()
-	} else if err != nil {
-		t.Fatalf("driver %q: %v", args, err)
-	}
+	out, code := runDriver(t, driver, []string{"PATH=" + e.bin, "NODEPLUG_FUSE_LOG_DIR=" + e.logDir,
+		"NODEPLUG_FUSE_STATE_DIR=" + e.stateDir, "NODEPLUG_FUSE_MOUNT_TIMEOUT=" + e.timeout}, args...)
 	var r reply
 	if err := json.Unmarshal(out, &r); err != nil {
 		t.Fatalf("driver %q printed %q, not JSON: %v", args, out, err)
@@ -87,11 +66,7 @@ func (e *env) run(t *testing.T, args ...string) (reply, int) {
 
 func (e *env) driverLog(t *testing.T) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(e.logDir, "driver.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	return readDriverLog(t, e.logDir)
 }
 
 func TestInit(t *testing.T) {
@@ -100,14 +75,7 @@ func TestInit(t *testing.T) {
 	if code != 0 || r.Status != "Success" || r.Capabilities == nil || r.Capabilities["attach"] {
 		t.Fatalf("init = %+v, exit %d; want Success with attach false, exit 0", r, code)
 	}
-	host, err := os.Hostname()
-	if err != nil {
-		t.Fatal(err)
-	}
-	line := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ ` + regexp.QuoteMeta(host) + ` init$`)
-	if log := e.driverLog(t); len(log) != 1 || !line.MatchString(log[0]) {
-		t.Fatalf("driver.log = %q, want one line '<date> %s init'", log, host)
-	}
+	requireInitLogged(t, e.driverLog(t))
 }
 
 func TestUnsupportedCommands(t *testing.T) {
