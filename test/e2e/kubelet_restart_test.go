@@ -12,7 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
@@ -33,7 +32,7 @@ func TestKubeletRestartKeepsPlugins(t *testing.T) {
 	regDir := registrationDir(t, c)
 
 	// The plugins, registered through the watcher.
-	startSampleDevicePlugin(ctx, t, regDir)
+	startSampleDevicePlugin(ctx, t, c, regDir)
 	startCSIDriver(ctx, t, regDir, c.NodeName)
 	createCSIDriverObject(ctx, t, c)
 	waitAllocatable(ctx, t, c, 2)
@@ -65,17 +64,13 @@ func TestKubeletRestartKeepsPlugins(t *testing.T) {
 		t.Fatalf("after the restart the watcher registered %v (before it: %v), want CSIPlugin and DevicePlugin", krRegistrations(ctx, t, c), regsBefore)
 	}
 	waitAllocatable(ctx, t, c, 2)
-	dev := framework.BusyboxPod("e2e-restart-device", "ls /tmp/Dev-* && sleep 3600")
-	dev.Spec.Containers[0].Resources.Limits = corev1.ResourceList{sampleResource: resource.MustParse("1")}
+	dev := devicePod("e2e-restart-device")
 	c.CreatePod(ctx, t, dev)
-	csiPod := framework.BusyboxPod("e2e-restart-csi", "cat /data/hello && sleep 3600")
-	csiPod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
-	csiPod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
-		CSI: &corev1.CSIVolumeSource{Driver: csiDriverName}}}}
-	c.CreatePod(ctx, t, csiPod)
+	vol := csiPod("e2e-restart-csi")
+	c.CreatePod(ctx, t, vol)
 	c.WaitForPod(ctx, t, dev.Name, 90*time.Second, corev1.PodRunning)
-	c.WaitForPod(ctx, t, csiPod.Name, 90*time.Second, corev1.PodRunning)
-	requireFile(ctx, t, c, csiPod.Name, "/data/hello", csiGreeting)
+	c.WaitForPod(ctx, t, vol.Name, 90*time.Second, corev1.PodRunning)
+	requireFile(ctx, t, c, vol.Name, "/data/hello", csiGreeting)
 
 	// The flex pod kept running on its volume.
 	after, err := c.Client.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})

@@ -134,13 +134,7 @@ func BenchmarkFlexAttach(b *testing.B) {
 		b.Logf("the two finders chose different pods")
 	}
 
-	sock := filepath.Join(c.Dir, "run", "containerd.sock")
-	cri, err := volexec.NewCRIExecutor(sock, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = cri.Close() })
-	api := volexec.NewAPIExecutor(c.Config, c.Client.CoreV1().RESTClient(), nil, 0)
+	cri, api := benchExecutors(b, c)
 	host := groupexec.New()
 
 	inPod := path.Join(mountpod.FlexDriverDir, attachDriverDir, "attach")

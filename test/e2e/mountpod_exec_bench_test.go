@@ -91,13 +91,7 @@ func BenchmarkMountPodExec(b *testing.B) {
 	}
 	b.Logf("mount pod %s, container ID %s", target, target.ContainerID)
 
-	sock := filepath.Join(c.Dir, "run", "containerd.sock")
-	cri, err := volexec.NewCRIExecutor(sock, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = cri.Close() })
-	api := volexec.NewAPIExecutor(c.Config, c.Client.CoreV1().RESTClient(), nil, 0)
+	cri, api := benchExecutors(b, c)
 	host := utilexec.New()
 
 	paths := []execPath{
@@ -384,4 +378,16 @@ func rotatePaths(b *testing.B, names []string, call func(j, i int)) map[string]f
 		b.ReportMetric(float64(s.allocs)/float64(len(s.lat)), name+"-allocs/call")
 	}
 	return p50
+}
+
+// benchExecutors returns the two mount-pod executors the benchmarks compare:
+// CRI ExecSync on the local cluster's containerd, and the API's pods/exec.
+func benchExecutors(b *testing.B, c *framework.Cluster) (*volexec.CRIExecutor, *volexec.APIExecutor) {
+	b.Helper()
+	cri, err := volexec.NewCRIExecutor(filepath.Join(c.Dir, "run", "containerd.sock"), 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cri.Close() })
+	return cri, volexec.NewAPIExecutor(c.Config, c.Client.CoreV1().RESTClient(), nil, 0)
 }

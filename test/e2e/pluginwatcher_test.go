@@ -16,6 +16,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
 )
@@ -45,19 +46,53 @@ func registrationDir(t *testing.T, c *framework.Cluster) string {
 func TestPluginWatcherSampleDevicePlugin(t *testing.T) {
 	c := framework.Connect(t)
 	ctx := t.Context()
-	startSampleDevicePlugin(ctx, t, registrationDir(t, c))
+	startSampleDevicePlugin(ctx, t, c, registrationDir(t, c))
 	waitAllocatable(ctx, t, c, 2)
-	pod := framework.BusyboxPod("e2e-device", "ls /tmp/Dev-* && sleep 3600")
-	pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{sampleResource: resource.MustParse("1")}
+	pod := devicePod("e2e-device")
 	c.CreatePod(ctx, t, pod)
 	c.WaitForPod(ctx, t, pod.Name, 90*time.Second, corev1.PodRunning)
 }
 
+// devicePod returns a busybox pod that requests one sample device and
+// lists the devices it got.
+func devicePod(name string) *corev1.Pod {
+	pod := framework.BusyboxPod(name, "ls /tmp/Dev-* && sleep 3600")
+	pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{sampleResource: resource.MustParse("1")}
+	return pod
+}
+
+// csiPod returns a busybox pod with an inline ephemeral volume of the test
+// CSI driver at /data.
+func csiPod(name string) *corev1.Pod {
+	pod := framework.BusyboxPod(name, "cat /data/hello && sleep 3600")
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+		CSI: &corev1.CSIVolumeSource{Driver: csiDriverName}}}}
+	return pod
+}
+
 // startSampleDevicePlugin builds and runs upstream's sample device plugin
 // with its socket in regDir and its direct registration switched off, so
-// that only the watcher registers it; it stops when t ends.
-func startSampleDevicePlugin(ctx context.Context, t *testing.T, regDir string) {
+// that only the watcher registers it; it stops when t ends, and t waits
+// until the node offers none of its devices any more, so that a later
+// test does not take the stale count for its own plugin's.
+func startSampleDevicePlugin(ctx context.Context, t *testing.T, c *framework.Cluster, regDir string) {
 	t.Helper()
+	t.Cleanup(func() {
+		// t.Context() is already cancelled while cleanups run.
+		err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, 90*time.Second, true,
+			func(ctx context.Context) (bool, error) {
+				node, err := c.Client.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
+				if err != nil {
+					return false, nil
+				}
+				q := node.Status.Allocatable[sampleResource]
+				return q.Value() == 0, nil
+			})
+		if err != nil {
+			t.Errorf("node %s still offers %s after the sample device plugin stopped: %v", c.NodeName, sampleResource, err)
+		}
+	})
 	tmp := t.TempDir()
 	bin := filepath.Join(tmp, "sample-device-plugin")
 	run(ctx, t, "go", "build", "-o", bin, "k8s.io/kubernetes/test/images/sample-device-plugin")
@@ -119,10 +154,7 @@ func TestPluginWatcherCSIDriver(t *testing.T) {
 		t.Fatalf("CSINode %s does not list %s: %v", c.NodeName, csiDriverName, err)
 	}
 
-	pod := framework.BusyboxPod("e2e-csi", "cat /data/hello && sleep 3600")
-	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
-	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
-		CSI: &corev1.CSIVolumeSource{Driver: csiDriverName}}}}
+	pod := csiPod("e2e-csi")
 	c.CreatePod(ctx, t, pod)
 	c.WaitForPod(ctx, t, pod.Name, 90*time.Second, corev1.PodRunning)
 	requireFile(ctx, t, c, pod.Name, "/data/hello", csiGreeting)
