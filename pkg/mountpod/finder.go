@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,15 +42,30 @@ var ErrNotSynced = errors.New("the mount pod cache has not synced yet")
 // the missing pod should carry.
 type NoPodError struct {
 	Plugin, Label, Namespace, Node string
+	// Disabled, when set, says why no pod is looked up at all (Disable).
+	Disabled error
+	// Misconfigured names the pods that carry the label but fail
+	// CheckPropagation against Root.
+	Misconfigured []string
+	Root          string
 }
 
 func (e *NoPodError) Error() string {
+	if e.Disabled != nil {
+		return fmt.Sprintf("mount pods are not used (%v); mount utilities of plugin %s run on the host", e.Disabled, e.Plugin)
+	}
 	where := "on node " + e.Node
 	if e.Node == "" {
 		where = "on any node"
 	}
-	return fmt.Sprintf("no Running and Ready pod in namespace %s %s has label %s=%s (mount utilities of plugin %s)",
+	msg := fmt.Sprintf("no Running and Ready pod in namespace %s %s has label %s=%s (mount utilities of plugin %s)",
 		e.Namespace, where, e.Label, LabelValue, e.Plugin)
+	if len(e.Misconfigured) > 0 {
+		msg += fmt.Sprintf("; %s carry the label but do not mount the kubelet root dir %s at the same path with "+
+			"mountPropagation: Bidirectional, so mounts made in them would not reach the host (see their %s events)",
+			strings.Join(e.Misconfigured, ", "), e.Root, ReasonMisconfigured)
+	}
+	return msg
 }
 
 const (
@@ -78,8 +95,12 @@ func indexMountLabels(obj any) ([]string, error) {
 // one node.
 type InformerFinder struct {
 	namespace, node string
-	indexer         cache.Indexer
-	synced          atomic.Pointer[cache.InformerSynced]
+	// root, when set, is the kubelet root dir a pod must mount with
+	// Bidirectional propagation to qualify (CheckPropagation).
+	root     string
+	indexer  cache.Indexer
+	disabled atomic.Pointer[error]
+	synced   atomic.Pointer[cache.InformerSynced]
 	// keys caches LabelKey by plugin name (validating a key is a regexp
 	// match, the most expensive part of a lookup).
 	keys sync.Map
@@ -117,6 +138,16 @@ func NewFinderFromIndexer(namespace, node string, idx cache.Indexer) *InformerFi
 	f.synced.Store(&always)
 	return f
 }
+
+// Disable makes every lookup answer that no pod serves (a *NoPodError
+// carrying reason), so that utilities run on the host: for when the pod
+// informer cannot start. Lookups never wait forever for a cache that will
+// not sync.
+func (f *InformerFinder) Disable(reason error) { f.disabled.Store(&reason) }
+
+// RequirePropagation makes a pod qualify only when CheckPropagation(pod,
+// root) passes. The kubelet sets it to its root dir before Start.
+func (f *InformerFinder) RequirePropagation(root string) { f.root = root }
 
 // Indexers returns the indexers a Finder's indexer needs.
 func Indexers() cache.Indexers {
@@ -187,6 +218,9 @@ func (f *InformerFinder) Find(plugin string) (Target, error) { return f.FindPref
 // of them qualifies (the node a volume is attached to). An empty node
 // prefers none.
 func (f *InformerFinder) FindPreferring(plugin, node string) (Target, error) {
+	if reason := f.disabled.Load(); reason != nil {
+		return Target{}, &NoPodError{Plugin: plugin, Namespace: f.namespace, Node: f.node, Disabled: *reason}
+	}
 	if !f.ready() {
 		return Target{}, ErrNotSynced
 	}
@@ -207,13 +241,31 @@ func (f *InformerFinder) FindPreferring(plugin, node string) (Target, error) {
 	if pod := f.choose(objs, Qualifies); pod != nil {
 		return TargetFor(pod)
 	}
-	return Target{}, &NoPodError{Plugin: plugin, Label: key, Namespace: f.namespace, Node: f.node}
+	return Target{}, &NoPodError{Plugin: plugin, Label: key, Namespace: f.namespace, Node: f.node,
+		Misconfigured: f.misconfigured(objs), Root: f.root}
+}
+
+// misconfigured names the pods of objs that would qualify but for
+// CheckPropagation.
+func (f *InformerFinder) misconfigured(objs []any) []string {
+	if f.root == "" {
+		return nil
+	}
+	var out []string
+	for _, o := range objs {
+		if pod, _ := o.(*v1.Pod); pod != nil && Qualifies(pod, f.namespace, f.node) && CheckPropagation(pod, f.root) != nil {
+			out = append(out, pod.Namespace+"/"+pod.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func (f *InformerFinder) choose(objs []any, accept func(pod *v1.Pod, namespace, node string) bool) *v1.Pod {
 	var ok []*v1.Pod
 	for _, o := range objs {
-		if pod, _ := o.(*v1.Pod); pod != nil && accept(pod, f.namespace, f.node) {
+		if pod, _ := o.(*v1.Pod); pod != nil && accept(pod, f.namespace, f.node) &&
+			(f.root == "" || CheckPropagation(pod, f.root) == nil) {
 			ok = append(ok, pod)
 		}
 	}
@@ -223,7 +275,7 @@ func (f *InformerFinder) choose(objs []any, accept func(pod *v1.Pod, namespace, 
 // Served implements Finder.
 func (f *InformerFinder) Served() map[string]Target {
 	out := map[string]Target{}
-	if !f.ready() {
+	if !f.ready() || f.disabled.Load() != nil {
 		return out
 	}
 	for _, key := range f.indexer.ListIndexFuncValues(labelIndex) {

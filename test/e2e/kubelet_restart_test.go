@@ -69,6 +69,7 @@ func TestKubeletRestartKeepsPlugins(t *testing.T) {
 	vol := csiPod("e2e-restart-csi")
 	c.CreatePod(ctx, t, vol)
 	c.WaitForPod(ctx, t, dev.Name, 90*time.Second, corev1.PodRunning)
+	requireOneDevice(ctx, t, c, dev.Name)
 	c.WaitForPod(ctx, t, vol.Name, 90*time.Second, corev1.PodRunning)
 	requireFile(ctx, t, c, vol.Name, "/data/hello", csiGreeting)
 

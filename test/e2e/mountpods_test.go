@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +77,9 @@ func TestMountUtilitiesInPods(t *testing.T) {
 
 	t.Run("a block-backed local PV with fsType ext4 is formatted and mounted in the mount pod", func(t *testing.T) {
 		before := muKubeletMetric(ctx, t, c, "nodeplug_mountpod_exec_total", `where="pod"`, `utility="mkfs.ext4"`, `result="success"`)
+		// where="none" counts lookups that found neither a pod nor the
+		// utility on the host: a routing that fell through to the host.
+		noneBefore := muKubeletMetric(ctx, t, c, "nodeplug_mountpod_exec_total", `where="none"`)
 		muDeploy(ctx, t, c)
 		muLocalClaim(ctx, t, c, "mu-ext4", muLoop(t, c, "ext4"))
 		c.CreatePod(ctx, t, muConsumer("mu-ext4", corev1.VolumeSource{
@@ -85,8 +90,10 @@ func TestMountUtilitiesInPods(t *testing.T) {
 		if after-before != 1 {
 			t.Errorf("mkfs.ext4 ran %v times in the mount pod, want 1", after-before)
 		}
-		if n := muKubeletMetric(ctx, t, c, "nodeplug_mountpod_exec_total", `utility="mkfs.ext4"`, `where="host"`); n != 0 {
-			t.Errorf("mkfs.ext4 ran %v times on the host", n)
+		// mkfs cannot run on the host: the kubelet's PATH lacks it (the first
+		// step), so a host run would fail the mount rather than count here.
+		if n := muKubeletMetric(ctx, t, c, "nodeplug_mountpod_exec_total", `where="none"`) - noneBefore; n != 0 {
+			t.Errorf("%v utility lookups fell through to the host while the mount pod was Ready", n)
 		}
 	})
 
@@ -101,28 +108,30 @@ func TestMountUtilitiesInPods(t *testing.T) {
 		if typ := hostMountType(t, target); !strings.HasPrefix(typ, "fuse") {
 			t.Fatalf("%s on the host is %q, want a fuse mount", target, typ)
 		}
-		out, err := c.Kubectl(ctx, "-n", muNamespace, "exec", mp, "--", "sh", "-c",
-			"cat /var/log/nodeplug-fuse/driver.log; echo ---; ls /var/lib/nodeplug-fuse/"+strings.ReplaceAll(strings.TrimPrefix(target, "/"), "/", "_")+"; pidof nodeplug-fuse-loopback")
-		if err != nil {
-			t.Fatal(err)
-		}
-		log, rest, _ := strings.Cut(out, "---")
-		if !strings.Contains(log, " mount "+target) || !strings.Contains(rest, "f") || len(strings.Fields(rest)) < 2 {
-			t.Fatalf("the driver did not mount in the mount pod, or its daemon does not run there:\n%s", out)
-		}
+		muRequireFuseServedInPod(ctx, t, c, mp, target)
 
 		muRestartKubelet(ctx, t, c)
 		// The restarted kubelet answers exec once it has the pod again.
 		var got string
-		err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+			var err error
 			got, err = c.Kubectl(ctx, "exec", "mu-fuse", "--", "cat", "/data/f")
 			return err == nil, nil
 		})
 		if err != nil || strings.TrimSpace(got) != "written-by-mu-fuse" {
 			t.Fatalf("after the kubelet restart the consumer reads %q, %v", got, err)
 		}
-		if log := muKubeletLogSinceRestart(t, c); strings.Contains(log, "no volume plugin matched name: nodeplug.io/fuse") {
-			t.Errorf("the restarted kubelet could not find the pod-served driver while reconstructing volumes")
+		// The restarted kubelet reconstructed the volume with the pod-served
+		// driver: its volume manager holds it as mounted, under the driver's
+		// plugin name (upstream's volume_manager_total_volumes gauge).
+		err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+			return muKubeletMetric(ctx, t, c, "volume_manager_total_volumes", `plugin_name="nodeplug.io/fuse"`, `state="actual_state_of_world"`) >= 1, nil
+		})
+		if err != nil {
+			t.Errorf("the restarted kubelet does not hold the pod-served driver's volume as mounted")
+		}
+		if log := muKubeletLogSinceRestart(t, c); !strings.Contains(log, "Flexvolume drivers of mount pods loaded") {
+			t.Errorf("the restarted kubelet did not load the pod-served driver before its volume manager started")
 		}
 		c.DeletePod(t, "mu-fuse")
 		// The pod object goes at once (grace period 0); the kubelet tears
@@ -133,11 +142,41 @@ func TestMountUtilitiesInPods(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s is still mounted (%s) 60 s after the consumer was deleted", target, hostMountType(t, target))
 		}
-		out, err = c.Kubectl(ctx, "-n", muNamespace, "exec", mp, "--", "cat", "/var/log/nodeplug-fuse/driver.log")
+		out, err := c.Kubectl(ctx, "-n", muNamespace, "exec", mp, "--", "cat", "/var/log/nodeplug-fuse/driver.log")
 		if err != nil || !strings.Contains(out, " unmount "+target) {
 			t.Fatalf("the mount pod's driver did not unmount %s:\n%s %v", target, out, err)
 		}
 	})
+}
+
+// muRequireFuseServedInPod: the mount pod's FUSE driver logged the mount
+// of target, its backing directory holds exactly the consumer's file "f",
+// and its daemon runs in the pod.
+func muRequireFuseServedInPod(ctx context.Context, t *testing.T, c *framework.Cluster, mp, target string) {
+	t.Helper()
+	inPod := func(args ...string) string {
+		out, err := c.Kubectl(ctx, append([]string{"-n", muNamespace, "exec", mp, "--"}, args...)...)
+		if err != nil {
+			t.Fatalf("in the mount pod, %v: %v\n%s", args, err, out)
+		}
+		return out
+	}
+	if log := inPod("cat", "/var/log/nodeplug-fuse/driver.log"); !strings.Contains(log, " mount "+target) {
+		t.Fatalf("the mount pod's driver did not mount %s:\n%s", target, log)
+	}
+	backing := "/var/lib/nodeplug-fuse/" + strings.ReplaceAll(strings.TrimPrefix(target, "/"), "/", "_")
+	if files := strings.Fields(inPod("ls", backing)); !slices.Equal(files, []string{"f"}) {
+		t.Fatalf("the FUSE backing directory %s in the mount pod holds %q, want exactly the consumer's file f", backing, files)
+	}
+	pids := strings.Fields(inPod("sh", "-c", "pidof nodeplug-fuse-loopback || true"))
+	if len(pids) == 0 {
+		t.Fatal("no nodeplug-fuse-loopback daemon runs in the mount pod")
+	}
+	for _, p := range pids {
+		if _, err := strconv.Atoi(p); err != nil {
+			t.Fatalf("pidof printed %q", pids)
+		}
+	}
 }
 
 // muRequireExt4: the consumer's /data is an ext4 mount holding what it wrote.

@@ -51,6 +51,32 @@ func TestPluginWatcherSampleDevicePlugin(t *testing.T) {
 	pod := devicePod("e2e-device")
 	c.CreatePod(ctx, t, pod)
 	c.WaitForPod(ctx, t, pod.Name, 90*time.Second, corev1.PodRunning)
+	requireOneDevice(ctx, t, c, pod.Name)
+}
+
+// requireOneDevice checks that pod got exactly one of the sample plugin's
+// devices: the plugin's Allocate mounts /tmp/<device ID> into the
+// container, so the pod sees one such file, and its container never
+// restarted (its command fails without a device).
+func requireOneDevice(ctx context.Context, t *testing.T, c *framework.Cluster, pod string) {
+	t.Helper()
+	out, err := c.Kubectl(ctx, "exec", pod, "--", "sh", "-c", "ls -d /tmp/Dev-*")
+	if err != nil {
+		t.Fatalf("pod %s has no sample device: %v\n%s", pod, err, out)
+	}
+	devs := strings.Fields(out)
+	if len(devs) != 1 || (devs[0] != "/tmp/Dev-1" && devs[0] != "/tmp/Dev-2") {
+		t.Fatalf("pod %s got devices %q, want exactly one of /tmp/Dev-1, /tmp/Dev-2", pod, devs)
+	}
+	got, err := c.Client.CoreV1().Pods("default").Get(ctx, pod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range got.Status.ContainerStatuses {
+		if st.RestartCount != 0 {
+			t.Fatalf("pod %s: container %s restarted %d times", pod, st.Name, st.RestartCount)
+		}
+	}
 }
 
 // devicePod returns a busybox pod that requests one sample device and

@@ -10,6 +10,7 @@ import (
 	"k8s.io/kubernetes/pkg/volume"
 	utilexec "k8s.io/utils/exec"
 
+	"github.com/nodeplug/nodeplug/pkg/flexvolume/driver"
 	"github.com/nodeplug/nodeplug/pkg/flexvolume/prober"
 	"github.com/nodeplug/nodeplug/pkg/util/groupexec"
 	npflex "github.com/nodeplug/nodeplug/pkg/volume/flexvolume"
@@ -25,7 +26,9 @@ import (
 // object of its own to record events on, so discovery problems are logged
 // and counted in metrics.
 type flexProbers struct {
-	mp      *mountPods
+	mp *mountPods
+	// calls bounds the driver calls (--experimental-flex-*-timeout).
+	calls   driver.Config
 	mu      sync.Mutex
 	probers []*npflex.Prober
 }
@@ -37,7 +40,7 @@ func (f *flexProbers) factory() ProberFactory {
 		defer f.mu.Unlock()
 		if f.probers == nil {
 			var err error
-			if f.probers, err = newFlexProbers(ctx, cc, f.mp); err != nil {
+			if f.probers, err = newFlexProbers(ctx, cc, f.mp, f.calls); err != nil {
 				return nil, err
 			}
 		}
@@ -62,7 +65,7 @@ func (f *flexProbers) watchReady(ctx context.Context, fn func(ctx context.Contex
 
 // newFlexProbers starts the probers: --flex-volume-plugin-dir, and with
 // mount pods the directory of pod-served drivers.
-func newFlexProbers(ctx context.Context, cc upstream.ControllerContext, mp *mountPods) ([]*npflex.Prober, error) {
+func newFlexProbers(ctx context.Context, cc upstream.ControllerContext, mp *mountPods, calls driver.Config) ([]*npflex.Prober, error) {
 	dirs := []string{cc.ComponentConfig.PersistentVolumeBinderController.VolumeConfiguration.FlexVolumePluginDir}
 	runner := utilexec.Interface(groupexec.New())
 	if mp != nil {
@@ -78,7 +81,7 @@ func newFlexProbers(ctx context.Context, cc upstream.ControllerContext, mp *moun
 	inUse := prober.NewNodeStatusInUseChecker(nodes.Lister(), nodes.Informer().HasSynced)
 	var probers []*npflex.Prober
 	for _, dir := range dirs {
-		p, err := npflex.NewProber(ctx, dir, runner, npflex.Options{Options: prober.Options{InUse: inUse}})
+		p, err := npflex.NewProber(ctx, dir, runner, npflex.Options{Options: prober.Options{InUse: inUse, Driver: calls}})
 		if err != nil {
 			return nil, fmt.Errorf("flexvolume discovery on %s: %w", dir, err)
 		}

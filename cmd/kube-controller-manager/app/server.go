@@ -83,8 +83,9 @@ func run(cmd *cobra.Command, s *options.KubeControllerManagerOptions, np *Nodepl
 	if err != nil {
 		return err
 	}
-	if errs := np.Validate(leadermigration.Enabled(&c.ComponentConfig.Generic)); len(errs) > 0 {
-		return errs[0]
+	flexDir := c.ComponentConfig.PersistentVolumeBinderController.VolumeConfiguration.FlexVolumePluginDir
+	if errs := np.Validate(leadermigration.Enabled(&c.ComponentConfig.Generic), flexDir); len(errs) > 0 {
+		return errors.Join(errs...)
 	}
 	gate := s.ComponentGlobalsRegistry.FeatureGateFor(basecompatibility.DefaultKubeComponent)
 	gate.(featuregate.MutableFeatureGate).AddMetrics()

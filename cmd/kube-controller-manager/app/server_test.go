@@ -30,23 +30,32 @@ func TestFlagsMatchUpstream(t *testing.T) {
 }
 
 func TestNodeplugOptionsValidate(t *testing.T) {
+	const flexDir = "/usr/libexec/kubernetes/kubelet-plugins/volume/exec"
 	cases := map[string]struct {
 		opts            NodeplugOptions
 		leaderMigration bool
 		wantErr         bool
 	}{
-		"off":                        {},
-		"off with leader migration":  {leaderMigration: true},
-		"flex discovery":             {opts: NodeplugOptions{FlexVolumeDiscovery: true}},
-		"flex with leader migration": {opts: NodeplugOptions{FlexVolumeDiscovery: true}, leaderMigration: true, wantErr: true},
-		"mount namespace":            {opts: NodeplugOptions{MountNamespace: "kube-mount", MountPodDriverDir: "/tmp/x"}},
-		"bad mount namespace":        {opts: NodeplugOptions{MountNamespace: "Kube_Mount", MountPodDriverDir: "/tmp/x"}, wantErr: true},
-		"relative pod driver dir":    {opts: NodeplugOptions{MountNamespace: "kube-mount", MountPodDriverDir: "x"}, wantErr: true},
-		"mount namespace, migration": {opts: NodeplugOptions{MountNamespace: "kube-mount", MountPodDriverDir: "/tmp/x"}, leaderMigration: true, wantErr: true},
+		"off":                                       {},
+		"off with leader migration":                 {leaderMigration: true},
+		"flex discovery":                            {opts: NodeplugOptions{FlexVolumeDiscovery: true}},
+		"flex with leader migration":                {opts: NodeplugOptions{FlexVolumeDiscovery: true}, leaderMigration: true, wantErr: true},
+		"mount namespace":                           {opts: NodeplugOptions{MountNamespace: "kube-mount", MountPodDriverDir: "/tmp/x"}},
+		"bad mount namespace":                       {opts: NodeplugOptions{MountNamespace: "Kube_Mount", MountPodDriverDir: "/tmp/x"}, wantErr: true},
+		"relative pod driver dir":                   {opts: NodeplugOptions{MountNamespace: "kube-mount", MountPodDriverDir: "x"}, wantErr: true},
+		"mount namespace, migration":                {opts: NodeplugOptions{MountNamespace: "kube-mount", MountPodDriverDir: "/tmp/x"}, leaderMigration: true, wantErr: true},
+		"pod driver dir is /":                       {opts: NodeplugOptions{MountNamespace: "kube-mount", MountPodDriverDir: "/"}, wantErr: true},
+		"pod driver dir is /tmp":                    {opts: NodeplugOptions{MountNamespace: "kube-mount", MountPodDriverDir: "/tmp/"}, wantErr: true},
+		"pod driver dir is the flex plugin dir":     {opts: NodeplugOptions{MountNamespace: "kube-mount", MountPodDriverDir: flexDir}, wantErr: true},
+		"pod driver dir inside the flex plugin dir": {opts: NodeplugOptions{MountNamespace: "kube-mount", MountPodDriverDir: flexDir + "/pods"}, wantErr: true},
+		"pod driver dir holds the flex plugin dir":  {opts: NodeplugOptions{MountNamespace: "kube-mount", MountPodDriverDir: "/usr/libexec/kubernetes"}, wantErr: true},
+		"negative flex call timeout":                {opts: NodeplugOptions{FlexVolumeDiscovery: true, FlexCallTimeout: -1}, wantErr: true},
+		"negative flex init timeout":                {opts: NodeplugOptions{FlexVolumeDiscovery: true, FlexInitTimeout: -1}, wantErr: true},
+		"default pod driver dir":                    {opts: NodeplugOptions{MountNamespace: "kube-mount", MountPodDriverDir: NewNodeplugOptions().MountPodDriverDir}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			errs := tc.opts.Validate(tc.leaderMigration)
+			errs := tc.opts.Validate(tc.leaderMigration, flexDir)
 			if (len(errs) > 0) != tc.wantErr {
 				t.Fatalf("errors %v, want error: %v", errs, tc.wantErr)
 			}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/kubernetes/pkg/volume"
 
 	"github.com/nodeplug/nodeplug/pkg/controller/podreplay"
+	"github.com/nodeplug/nodeplug/pkg/flexvolume/driver"
 )
 
 // ProberFactory returns the dynamic plugin prober one controller uses.
@@ -39,7 +40,7 @@ func newVolumeHooks(np *NodeplugOptions) *VolumeHooks {
 		mp = newMountPods(np.MountNamespace, np.MountPodDriverDir)
 	}
 	if np.FlexVolumeDiscovery || mp != nil {
-		h.flex = &flexProbers{mp: mp}
+		h.flex = &flexProbers{mp: mp, calls: driver.Config{CallTimeout: np.FlexCallTimeout, InitTimeout: np.FlexInitTimeout}}
 		h.Prober = h.flex.factory()
 	}
 	return h

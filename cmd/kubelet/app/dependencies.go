@@ -10,6 +10,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kubelet/app/options"
 	"k8s.io/kubernetes/pkg/kubelet"
+
+	"github.com/nodeplug/nodeplug/pkg/flexvolume/driver"
 )
 
 // CustomizeDependencies is the one place where nodeplug changes what the
@@ -38,12 +40,12 @@ func CustomizeDependencies(ctx context.Context, s *options.KubeletServer, deps *
 	}
 	var mp *mountPods
 	if np.MountNamespace != "" {
-		if mp, err = useMountPods(ctx, s, deps, np.MountNamespace, node); err != nil {
+		if mp, err = useMountPods(ctx, s, deps, np, node); err != nil {
 			return err
 		}
 	}
 	if np.FlexVolumeDiscovery || mp != nil {
-		if err := useFlexVolumeDiscovery(ctx, s, deps, node, mp); err != nil {
+		if err := useFlexVolumeDiscovery(ctx, s, deps, node, mp, driver.Config{CallTimeout: np.FlexCallTimeout, InitTimeout: np.FlexInitTimeout}); err != nil {
 			return err
 		}
 	}

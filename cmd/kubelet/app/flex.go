@@ -15,6 +15,7 @@ import (
 	utilexec "k8s.io/utils/exec"
 
 	"github.com/nodeplug/nodeplug/pkg/controller/podreplay"
+	"github.com/nodeplug/nodeplug/pkg/flexvolume/driver"
 	"github.com/nodeplug/nodeplug/pkg/flexvolume/prober"
 	"github.com/nodeplug/nodeplug/pkg/util/groupexec"
 	npflex "github.com/nodeplug/nodeplug/pkg/volume/flexvolume"
@@ -29,7 +30,8 @@ import (
 // pods have. A driver is "in use" while a pod volume or device mount of it
 // exists under --root-dir. Problems become Node events once the kubelet's
 // recorder exists.
-func useFlexVolumeDiscovery(ctx context.Context, s *options.KubeletServer, deps *kubelet.Dependencies, node *v1.ObjectReference, mp *mountPods) error {
+func useFlexVolumeDiscovery(ctx context.Context, s *options.KubeletServer, deps *kubelet.Dependencies, node *v1.ObjectReference, mp *mountPods,
+	calls driver.Config) error {
 	runner := utilexec.Interface(groupexec.New())
 	dirs := []string{s.VolumePluginDir}
 	if mp != nil {
@@ -40,7 +42,8 @@ func useFlexVolumeDiscovery(ctx context.Context, s *options.KubeletServer, deps 
 	var views []volume.DynamicPluginProber
 	for _, dir := range dirs {
 		p, err := npflex.NewProber(ctx, dir, runner, npflex.Options{Options: prober.Options{
-			InUse: prober.NewKubeletInUseChecker(s.RootDirectory),
+			InUse:  prober.NewKubeletInUseChecker(s.RootDirectory),
+			Driver: calls,
 		}})
 		if err != nil {
 			return fmt.Errorf("flexvolume discovery on %s: %w", dir, err)

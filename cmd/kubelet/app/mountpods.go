@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -46,7 +47,14 @@ const startupLoadTimeout = 15 * time.Second
 // blkid through a wrapped plugin, flexvolume drivers through the runner the
 // flex prober is given (see useFlexVolumeDiscovery). The pod informer starts
 // once upstream has built the kubelet's API client.
-func useMountPods(ctx context.Context, s *options.KubeletServer, deps *kubelet.Dependencies, ns string, node *v1.ObjectReference) (*mountPods, error) {
+func useMountPods(ctx context.Context, s *options.KubeletServer, deps *kubelet.Dependencies, np *NodeplugOptions, node *v1.ObjectReference) (*mountPods, error) {
+	ns := np.MountNamespace
+	if s.KubeConfig == "" {
+		// Standalone: no API server, so no pod informer. Routing would fail
+		// every mount forever, waiting for a cache that never syncs.
+		return nil, fmt.Errorf("--experimental-mount-namespace=%s needs an API server to find mount pods, and this kubelet runs standalone (no --kubeconfig); "+
+			"remove the flag or give the kubelet a kubeconfig", ns)
+	}
 	root, err := filepath.Abs(s.RootDirectory)
 	if err != nil {
 		return nil, fmt.Errorf("--root-dir %q: %w", s.RootDirectory, err)
@@ -59,7 +67,10 @@ func useMountPods(ctx context.Context, s *options.KubeletServer, deps *kubelet.D
 		return nil, fmt.Errorf("--experimental-mount-namespace: %w", err)
 	}
 	mp := &mountPods{finder: mountpod.NewFinder(ns, node.Name), driverDir: filepath.Join(root, podDriverDirName)}
-	mp.router = volexec.NewRouter(mp.finder, cri, groupexec.New(), volexec.Options{})
+	// A pod whose spec does not mount the root dir with Bidirectional
+	// propagation serves nothing: its mounts would not reach the host.
+	mp.finder.RequirePropagation(root)
+	mp.router = volexec.NewRouter(mp.finder, cri, groupexec.New(), volexec.Options{Timeout: np.MountPodExecTimeout})
 	deps.Mounter = podmount.New(ctx, deps.Mounter, root, mp.finder, mp.router)
 	if deps.VolumePlugins, err = local.Wrap(deps.VolumePlugins, mp.router.ForPlugin(local.PluginName)); err != nil {
 		return nil, fmt.Errorf("--experimental-mount-namespace: %w", err)
@@ -68,22 +79,28 @@ func useMountPods(ctx context.Context, s *options.KubeletServer, deps *kubelet.D
 	if err := pub.Reset(); err != nil {
 		return nil, fmt.Errorf("--experimental-mount-namespace: %w", err)
 	}
-	deps.Options = append(deps.Options, func(*kubelet.Kubelet) {
-		logger := klog.FromContext(ctx)
-		if deps.KubeClient == nil {
-			logger.Error(nil, "Mount pods are not used: the kubelet has no API server client (standalone mode)", "namespace", ns)
-			return
-		}
-		if err := mp.finder.Start(ctx, deps.KubeClient, pub.Handler()); err != nil {
-			logger.Error(err, "Mount pods are not used", "namespace", ns)
-			return
-		}
-		mp.loadServedDrivers(ctx, pub)
-		go pub.Run(ctx)
-	})
+	deps.Options = append(deps.Options, func(*kubelet.Kubelet) { mp.start(ctx, deps, pub, root) })
 	klog.FromContext(ctx).Info("Nodeplug mount utilities in pods enabled", "namespace", ns, "node", node.Name,
 		"runtimeEndpoint", s.ContainerRuntimeEndpoint, "podDriverDir", mp.driverDir)
 	return mp, nil
+}
+
+// start starts the pod informer once upstream has built the kubelet's API
+// client and event recorder. If it cannot, mount pods are disabled:
+// utilities run on the host, never routed to a cache that cannot sync.
+func (mp *mountPods) start(ctx context.Context, deps *kubelet.Dependencies, pub *flexdrivers.Publisher, root string) {
+	logger := klog.FromContext(ctx)
+	err := errors.New("the kubelet has no API server client")
+	if deps.KubeClient != nil {
+		err = mp.finder.Start(ctx, deps.KubeClient, pub.Handler(), mountpod.NewMisconfigReporter(root, deps.Recorder))
+	}
+	if err != nil {
+		mp.finder.Disable(err)
+		logger.Error(err, "Mount pods are disabled: volume utilities run on the host", "namespace", mp.finder.Namespace())
+		return
+	}
+	mp.loadServedDrivers(ctx, pub)
+	go pub.Run(ctx)
 }
 
 // loadServedDrivers publishes the drivers that mount pods serve and waits

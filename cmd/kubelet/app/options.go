@@ -4,11 +4,15 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/kubernetes/pkg/kubelet/kubeletconfig"
+
+	"github.com/nodeplug/nodeplug/pkg/flexvolume/driver"
+	volexec "github.com/nodeplug/nodeplug/pkg/volume/util/exec"
 )
 
 // NodeplugOptions are the kubelet flags that nodeplug adds to upstream's.
@@ -27,11 +31,20 @@ type NodeplugOptions struct {
 	// MountNamespace is the namespace of the mount pods that run volume
 	// utilities (mount utilities in pods). Empty means off.
 	MountNamespace string
+	// FlexCallTimeout bounds every flexvolume driver call but init and
+	// waitforattach; 0 is none, as upstream.
+	FlexCallTimeout time.Duration
+	// FlexInitTimeout bounds a driver's init, run while drivers are
+	// discovered.
+	FlexInitTimeout time.Duration
+	// MountPodExecTimeout bounds a mount utility (mount, umount, mkfs,
+	// fsck, blkid) run in a mount pod.
+	MountPodExecTimeout time.Duration
 }
 
 // NewNodeplugOptions returns the defaults: every feature off.
 func NewNodeplugOptions() *NodeplugOptions {
-	return &NodeplugOptions{PluginNamePolicy: "Warn"}
+	return &NodeplugOptions{PluginNamePolicy: "Warn", FlexInitTimeout: driver.DefaultInitTimeout, MountPodExecTimeout: volexec.DefaultTimeout}
 }
 
 // AddFlags registers nodeplug's flags on fs.
@@ -48,6 +61,15 @@ func (o *NodeplugOptions) AddFlags(fs *pflag.FlagSet) {
 			"in a Running, Ready pod on this node labelled mount.kubernetes.io/<plugin>=true (or "+
 			"flexvolume.mount.kubernetes.io/<escaped driver>=true) instead of on the host. Empty disables it. "+
 			"Implies nodeplug's flexvolume discovery.")
+	fs.DurationVar(&o.FlexCallTimeout, "experimental-flex-call-timeout", o.FlexCallTimeout,
+		"Bound of every flexvolume driver call of nodeplug's discovery except init and waitforattach; the driver's process group is killed "+
+			"after it, and a mountdevice or mount it half made is unmounted before the next try. 0 (the default) sets none, as upstream: "+
+			"a driver may format a large disk or wait for a slow backend.")
+	fs.DurationVar(&o.FlexInitTimeout, "experimental-flex-init-timeout", o.FlexInitTimeout,
+		"Bound of a flexvolume driver's init, which nodeplug's discovery runs when a driver is installed or changed.")
+	fs.DurationVar(&o.MountPodExecTimeout, "experimental-mount-pod-exec-timeout", o.MountPodExecTimeout,
+		"Bound of mount, umount, mkfs, fsck and blkid run in a mount pod (--experimental-mount-namespace). Flexvolume driver calls "+
+			"in a mount pod have the bound of --experimental-flex-call-timeout instead.")
 }
 
 // NamedFlagSet returns nodeplug's flags as their own section of --help.
@@ -60,6 +82,14 @@ func (o *NodeplugOptions) NamedFlagSet() *pflag.FlagSet {
 
 // Validate checks the options against the kubelet's root dir.
 func (o *NodeplugOptions) Validate(rootDir string) error {
+	switch {
+	case o.FlexCallTimeout < 0:
+		return fmt.Errorf("--experimental-flex-call-timeout: %v is negative (0 sets none)", o.FlexCallTimeout)
+	case o.FlexInitTimeout < 0:
+		return fmt.Errorf("--experimental-flex-init-timeout: %v is negative", o.FlexInitTimeout)
+	case o.MountPodExecTimeout < 0:
+		return fmt.Errorf("--experimental-mount-pod-exec-timeout: %v is negative", o.MountPodExecTimeout)
+	}
 	if o.MountNamespace != "" {
 		if errs := validation.IsDNS1123Label(o.MountNamespace); len(errs) > 0 {
 			return fmt.Errorf("--experimental-mount-namespace: %q is not a namespace name: %s", o.MountNamespace, strings.Join(errs, "; "))

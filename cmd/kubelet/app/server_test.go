@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 	upstream "k8s.io/kubernetes/cmd/kubelet/app"
@@ -121,6 +122,13 @@ func TestNodeplugOptionsValidate(t *testing.T) {
 		"empty policy":              {opts: NodeplugOptions{}, wantErr: "not one of Warn, Reject"},
 		"mount namespace":           {opts: NodeplugOptions{PluginNamePolicy: "Warn", MountNamespace: "kube-mount"}},
 		"bad mount namespace":       {opts: NodeplugOptions{PluginNamePolicy: "Warn", MountNamespace: "Kube_Mount"}, wantErr: "--experimental-mount-namespace"},
+		"flex call timeout":         {opts: NodeplugOptions{PluginNamePolicy: "Warn", FlexCallTimeout: 10 * time.Minute}},
+		"negative flex call timeout": {opts: NodeplugOptions{PluginNamePolicy: "Warn", FlexCallTimeout: -time.Second},
+			wantErr: "--experimental-flex-call-timeout"},
+		"negative init timeout": {opts: NodeplugOptions{PluginNamePolicy: "Warn", FlexInitTimeout: -time.Second},
+			wantErr: "--experimental-flex-init-timeout"},
+		"negative exec timeout": {opts: NodeplugOptions{PluginNamePolicy: "Warn", MountPodExecTimeout: -time.Second},
+			wantErr: "--experimental-mount-pod-exec-timeout"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

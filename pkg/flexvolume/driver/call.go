@@ -47,9 +47,13 @@ type runResult struct {
 }
 
 // run executes the driver once. It returns at the latest KillGrace after the
-// timeout, even when the runner cannot reap the process.
+// timeout (0: none, the call ends with ctx), even when the runner cannot
+// reap the process.
 func (d *driver) run(ctx context.Context, timeout time.Duration, argv []string) runResult {
-	cctx, cancel := context.WithTimeout(ctx, timeout)
+	cctx, cancel := context.WithCancel(ctx)
+	if timeout > 0 {
+		cctx, cancel = context.WithTimeout(ctx, timeout)
+	}
 	defer cancel()
 	stdout := &cappedBuffer{max: d.cfg.MaxOutputBytes}
 	stderr := &cappedBuffer{max: d.cfg.MaxOutputBytes}

@@ -51,7 +51,8 @@ type Driver interface {
 type Config struct {
 	// InitTimeout bounds "init" (DefaultInitTimeout).
 	InitTimeout time.Duration
-	// CallTimeout bounds every other command (DefaultCallTimeout).
+	// CallTimeout bounds every other command; 0 is none
+	// (DefaultCallTimeout, upstream's contract).
 	CallTimeout time.Duration
 	// MaxOutputBytes bounds each output stream (MaxOutputBytes).
 	MaxOutputBytes int
@@ -63,9 +64,7 @@ func (c Config) withDefaults() Config {
 	if c.InitTimeout <= 0 {
 		c.InitTimeout = DefaultInitTimeout
 	}
-	if c.CallTimeout <= 0 {
-		c.CallTimeout = DefaultCallTimeout
-	}
+	c.CallTimeout = max(c.CallTimeout, DefaultCallTimeout)
 	if c.MaxOutputBytes <= 0 {
 		c.MaxOutputBytes = MaxOutputBytes
 	}

@@ -64,11 +64,15 @@ const (
 	// MaxOutputBytes bounds what is read from each of stdout and stderr.
 	// A driver that writes more gets ErrOutputTooLarge.
 	MaxOutputBytes = 1 << 20
-	// DefaultInitTimeout bounds "init".
+	// DefaultInitTimeout bounds "init", which nodeplug's prober runs while
+	// it discovers drivers (upstream sets no bound; a driver whose init
+	// hangs would stall discovery). --experimental-flex-init-timeout.
 	DefaultInitTimeout = 30 * time.Second
 	// DefaultCallTimeout bounds every other command except waitforattach,
-	// whose bound comes from its caller.
-	DefaultCallTimeout = 2 * time.Minute
+	// whose bound comes from its caller. 0: none, as upstream, since a
+	// driver's mountdevice may format a large disk or wait for a slow
+	// backend. --experimental-flex-call-timeout sets one.
+	DefaultCallTimeout time.Duration = 0
 	// DefaultKillGrace is how long a timed-out call waits for the runner to
 	// reap the killed process before it returns anyway.
 	DefaultKillGrace = 3 * time.Second

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,17 +36,96 @@ func New(dir string, finder mountpod.Finder) *Publisher {
 	return &Publisher{dir: dir, finder: finder, kick: make(chan struct{}, 1)}
 }
 
-// Reset empties dir and creates it: run before the prober starts, so that
-// placeholders from an earlier run are not initialised before the pod cache
-// can say who serves them.
+// markerName is the file that marks a directory as a Publisher's own. A
+// directory without it is never emptied.
+const markerName = ".nodeplug-mount-pod-drivers"
+
+// Reset empties dir, which a Publisher created, or creates it: run before
+// the prober starts, so that placeholders from an earlier run are not
+// initialised before the pod cache can say who serves them. It refuses a
+// directory that holds anything but lacks the marker file a Publisher
+// writes: pointed by mistake at a real directory (the flexvolume plugin
+// dir, /), it must not erase it.
 func (p *Publisher) Reset() error {
-	if err := os.RemoveAll(p.dir); err != nil {
-		return fmt.Errorf("clearing %s: %w", p.dir, err)
+	if err := CheckDir(p.dir); err != nil {
+		return err
 	}
-	if err := os.MkdirAll(p.dir, 0o750); err != nil {
-		return fmt.Errorf("creating %s: %w", p.dir, err)
+	entries, err := os.ReadDir(p.dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(p.dir, 0o750); err != nil {
+			return fmt.Errorf("creating %s: %w", p.dir, err)
+		}
+		return writeMarker(p.dir)
+	case err != nil:
+		return fmt.Errorf("reading %s: %w", p.dir, err)
+	}
+	if _, err := os.Lstat(filepath.Join(p.dir, markerName)); err != nil {
+		if len(entries) > 0 {
+			return fmt.Errorf("%s holds %d entries and no %s file: nodeplug did not create it and will not empty it; "+
+				"choose an empty or new directory for the drivers of mount pods", p.dir, len(entries), markerName)
+		}
+		return writeMarker(p.dir)
+	}
+	var errs []error
+	for _, e := range entries {
+		if e.Name() == markerName {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(p.dir, e.Name())); err != nil {
+			errs = append(errs, fmt.Errorf("clearing %s: %w", p.dir, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func writeMarker(dir string) error {
+	body := []byte("Flexvolume driver placeholders of nodeplug's mount pods; emptied at every start.\n")
+	if err := os.WriteFile(filepath.Join(dir, markerName), body, 0o640); err != nil {
+		return fmt.Errorf("marking %s as nodeplug's: %w", dir, err)
 	}
 	return nil
+}
+
+// systemDirs are never a driver directory, whatever their marker says.
+var systemDirs = []string{"/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib64", "/opt", "/proc", "/root",
+	"/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/var", "/var/lib", "/var/run", "/var/tmp", "/usr/libexec"}
+
+// CheckDir refuses a directory that must never be a Publisher's: a
+// relative path, a system directory, or one inside or holding a flexvolume
+// plugin directory in forbidden (--volume-plugin-dir,
+// --flex-volume-plugin-dir).
+func CheckDir(dir string, forbidden ...string) error {
+	if !filepath.IsAbs(dir) {
+		return fmt.Errorf("mount pod driver dir %q is not an absolute path", dir)
+	}
+	clean := filepath.Clean(dir)
+	for _, s := range systemDirs {
+		if clean == s {
+			return fmt.Errorf("mount pod driver dir %s is a system directory; use a directory of its own, such as %s", dir, DefaultControllerManagerDir)
+		}
+	}
+	for _, f := range forbidden {
+		if f == "" {
+			continue
+		}
+		f = filepath.Clean(f)
+		if inside(clean, f) || inside(f, clean) {
+			return fmt.Errorf("mount pod driver dir %s overlaps the flexvolume plugin dir %s, whose drivers it would erase; use a directory of its own, such as %s",
+				dir, f, DefaultControllerManagerDir)
+		}
+	}
+	return nil
+}
+
+// DefaultControllerManagerDir is the controller-manager's default
+// --experimental-mount-pod-driver-dir: under /run, which only root may
+// write, not a world-writable temp dir.
+const DefaultControllerManagerDir = "/run/nodeplug/mount-pod-drivers"
+
+func inside(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // Handler returns an informer handler that asks for a Sync on any change.

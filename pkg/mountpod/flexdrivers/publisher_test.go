@@ -37,7 +37,7 @@ func pod(uid string) mountpod.Target {
 func listDir(t *testing.T, dir string) []string {
 	var out []string
 	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
+		if err == nil && !d.IsDir() && d.Name() != markerName {
 			rel, _ := filepath.Rel(dir, p)
 			out = append(out, rel)
 		}
@@ -127,8 +127,6 @@ func TestSync(t *testing.T) {
 	}
 }
 
-// TestResetClearsStale: placeholders of an earlier run are gone after
-// Reset, so the prober never inits them before the pod cache is synced.
 func countInTree(m map[string]mountpod.Target) (n int) {
 	for k := range m {
 		if strings.HasPrefix(k, "kubernetes.io/") {
@@ -147,15 +145,76 @@ func countInvalid(m map[string]mountpod.Target) (n int) {
 	return n
 }
 
-func TestResetClearsStale(t *testing.T) {
-	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "old~drv"), 0o750)
-	os.WriteFile(filepath.Join(dir, "old~drv", "drv"), []byte("x"), 0o750)
-	if err := New(dir, finder{}).Reset(); err != nil {
-		t.Fatal(err)
+// TestReset: placeholders of an earlier run are gone after Reset, so the
+// prober never inits them before the pod cache is synced; a directory
+// nodeplug did not create is never emptied.
+func TestReset(t *testing.T) {
+	stale := func(t *testing.T, dir string) {
+		os.MkdirAll(filepath.Join(dir, "old~drv"), 0o750)
+		os.WriteFile(filepath.Join(dir, "old~drv", "drv"), []byte("x"), 0o750)
 	}
-	if got := listDir(t, dir); len(got) != 0 {
-		t.Fatalf("left %v", got)
+	cases := map[string]struct {
+		setup    func(t *testing.T, dir string) string // returns the dir to reset
+		wantErr  string
+		wantLeft []string
+	}{
+		"new directory is created": {setup: func(t *testing.T, dir string) string { return filepath.Join(dir, "a", "b") }},
+		"own directory of an earlier run is emptied": {setup: func(t *testing.T, dir string) string {
+			if err := New(dir, finder{}).Reset(); err != nil {
+				t.Fatal(err)
+			}
+			stale(t, dir)
+			return dir
+		}},
+		"empty foreign directory is taken": {setup: func(t *testing.T, dir string) string { return dir }},
+		"foreign directory with content is refused and kept": {setup: func(t *testing.T, dir string) string {
+			stale(t, dir)
+			return dir
+		}, wantErr: "will not empty it", wantLeft: []string{"old~drv/drv"}},
+		"root is refused":          {setup: func(*testing.T, string) string { return "/" }, wantErr: "system directory"},
+		"relative path is refused": {setup: func(*testing.T, string) string { return "drivers" }, wantErr: "not an absolute path"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			base := t.TempDir()
+			dir := tc.setup(t, base)
+			err := New(dir, finder{}).Reset()
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want %q", err, tc.wantErr)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if !filepath.IsAbs(dir) || dir == "/" {
+				return
+			}
+			if got := listDir(t, dir); !slices.Equal(got, tc.wantLeft) {
+				t.Fatalf("left %v, want %v", got, tc.wantLeft)
+			}
+			if _, err := os.Stat(filepath.Join(dir, markerName)); (err == nil) != (tc.wantErr == "") {
+				t.Fatalf("marker: %v", err)
+			}
+		})
+	}
+}
+
+func TestCheckDir(t *testing.T) {
+	const flex = "/usr/libexec/kubernetes/kubelet-plugins/volume/exec"
+	cases := map[string]bool{ // dir -> refused
+		"/":                         true,
+		"/tmp":                      true,
+		"/var/lib/":                 true,
+		flex:                        true,
+		flex + "/x":                 true,
+		"/usr/libexec/kubernetes":   true,
+		DefaultControllerManagerDir: false,
+		"/var/lib/kcm/drivers":      false,
+	}
+	for dir, refused := range cases {
+		if err := CheckDir(dir, flex); (err != nil) != refused {
+			t.Errorf("CheckDir(%q) = %v, want refused %v", dir, err, refused)
+		}
 	}
 }
 

@@ -86,20 +86,20 @@ func (a *attacher) MountDevice(spec *volume.Spec, devicePath, deviceMountPath st
 	if err := a.usable(); err != nil {
 		return err
 	}
-	mounted, err := prepareMountPoint(a.host.GetMounter(), deviceMountPath)
-	if err != nil || mounted {
-		return err
-	}
 	opts, err := driverOptions(spec)
 	if err != nil {
 		return err
 	}
-	err = a.drv().MountDevice(a.ctx, deviceMountPath, devicePath, opts)
-	if !driver.IsNotSupported(err) {
+	mounted, err := a.beginMount(deviceMountPath)
+	if err != nil || mounted {
 		return err
 	}
-	if devicePath == "" {
-		return nil
+	err = a.drv().MountDevice(a.ctx, deviceMountPath, devicePath, opts)
+	if !driver.IsNotSupported(err) {
+		return a.endMount(deviceMountPath, err)
+	}
+	if err := a.clearPending(deviceMountPath, nil); err != nil || devicePath == "" {
+		return err
 	}
 	mode := "rw"
 	if opts.ReadOnly {

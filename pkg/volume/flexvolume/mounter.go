@@ -34,16 +34,21 @@ func (m *mounter) SetUpAt(dir string, args volume.MounterArgs) error {
 	if err := p.usable(); err != nil {
 		return err
 	}
-	mounted, err := prepareMountPoint(p.host.GetMounter(), dir)
+	opts, err := m.options(args)
+	if err != nil {
+		return err
+	}
+	mounted, err := p.beginMount(dir)
 	if err != nil || mounted {
 		return err
 	}
-	opts, err := m.options(args)
-	if err == nil {
-		err = p.drv().Mount(p.ctx, dir, opts)
-		if driver.IsNotSupported(err) {
+	err = p.drv().Mount(p.ctx, dir, opts)
+	if driver.IsNotSupported(err) {
+		if err = p.clearPending(dir, nil); err == nil {
 			err = m.bindDeviceMount(dir)
 		}
+	} else {
+		err = p.endMount(dir, err)
 	}
 	if err != nil {
 		_ = os.Remove(dir)

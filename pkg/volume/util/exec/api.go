@@ -67,12 +67,10 @@ func fallBackToSPDY(err error) bool {
 	return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
 }
 
-// ExecInPod implements PodExecutor.
+// ExecInPod implements PodExecutor. A timeout of 0 sets none (the call ends
+// with ctx).
 func (e *APIExecutor) ExecInPod(ctx context.Context, t mountpod.Target, argv []string, timeout time.Duration) ([]byte, []byte, error) {
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
+	cctx, cancel := withTimeout(ctx, timeout)
 	defer cancel()
 	req := e.rest.Post().Resource("pods").Namespace(t.Namespace).Name(t.Name).SubResource("exec").
 		VersionedParams(&v1.PodExecOptions{Container: t.Container, Command: argv, Stdout: true, Stderr: true}, scheme.ParameterCodec)

@@ -63,24 +63,23 @@ func NewCRIExecutor(endpoint string, maxOutput int) (*CRIExecutor, error) {
 func (e *CRIExecutor) Close() error { return e.conn.Close() }
 
 // ExecInPod implements PodExecutor. The CRI takes whole seconds, so the
-// timeout is rounded up; the call itself ends criGrace after it.
+// timeout is rounded up; the call itself ends criGrace after it. A timeout
+// of 0 sets none, for the runtime and the call (it ends with ctx).
 func (e *CRIExecutor) ExecInPod(ctx context.Context, t mountpod.Target, argv []string, timeout time.Duration) ([]byte, []byte, error) {
-	if timeout <= 0 {
-		timeout = DefaultTimeout
+	secs := int64(math.Ceil(max(timeout, 0).Seconds()))
+	cctx, cancel := withTimeout(ctx, time.Duration(secs)*time.Second+e.grace)
+	if secs == 0 {
+		cctx, cancel = context.WithCancel(ctx)
 	}
-	secs := int64(math.Ceil(timeout.Seconds()))
-	cctx, cancel := context.WithTimeout(ctx, time.Duration(secs)*time.Second+e.grace)
 	defer cancel()
 	start := time.Now()
-	resp, err := e.client.ExecSync(cctx, &runtimeapi.ExecSyncRequest{ContainerId: t.ContainerID, Cmd: argv, Timeout: secs})
+	id, err := e.resolve(cctx, t)
 	if err != nil {
-		if status.Code(err) == codes.DeadlineExceeded || time.Since(start) >= timeout {
-			if ctx.Err() != nil {
-				return nil, nil, fmt.Errorf("%q in %s: %w", argv[0], t, ctx.Err())
-			}
-			return nil, nil, fmt.Errorf("%w: %q in %s after %v: %w", ErrTimeout, argv[0], t, timeout, err)
-		}
-		return nil, nil, fmt.Errorf("CRI ExecSync of %q in %s: %w", argv[0], t, err)
+		return nil, nil, callError(ctx, err, start, timeout, argv[0], t)
+	}
+	resp, err := e.client.ExecSync(cctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: argv, Timeout: secs})
+	if err != nil {
+		return nil, nil, callError(ctx, fmt.Errorf("CRI ExecSync of %q in %s: %w", argv[0], t, err), start, timeout, argv[0], t)
 	}
 	stdout, cutOut := capOutput(resp.Stdout, e.maxOutput)
 	stderr, cutErr := capOutput(resp.Stderr, e.maxOutput)
@@ -94,6 +93,18 @@ func (e *CRIExecutor) ExecInPod(ctx context.Context, t mountpod.Target, argv []s
 		}
 	}
 	return stdout, stderr, nil
+}
+
+// callError classifies a failed CRI call: the caller's context ended, the
+// command's timeout passed, or another error.
+func callError(ctx context.Context, err error, start time.Time, timeout time.Duration, cmd string, t mountpod.Target) error {
+	if status.Code(err) == codes.DeadlineExceeded || (timeout > 0 && time.Since(start) >= timeout) {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%q in %s: %w", cmd, t, ctx.Err())
+		}
+		return fmt.Errorf("%w: %q in %s after %v: %w", ErrTimeout, cmd, t, timeout, err)
+	}
+	return err
 }
 
 // IsTimeout reports whether err is a timeout of a command in a pod.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	utilexec "k8s.io/utils/exec"
 
@@ -19,13 +20,41 @@ import (
 )
 
 // fakeCRI answers ExecSync like a runtime: argv[0] picks the behaviour.
+// Its containers default to the target's; ignoreFilter makes ListContainers
+// answer every container, as a runtime that ignores the label filter.
 type fakeCRI struct {
 	runtimeapi.UnimplementedRuntimeServiceServer
-	lastTimeout int64
+	lastTimeout  int64
+	lastID       string
+	containers   []*runtimeapi.Container
+	ignoreFilter bool
+}
+
+func criContainer(id, uid, ns, pod, name string) *runtimeapi.Container {
+	return &runtimeapi.Container{Id: id, State: runtimeapi.ContainerState_CONTAINER_RUNNING, Labels: map[string]string{
+		criLabelPodUID: uid, criLabelPodNamespace: ns, criLabelPodName: pod, criLabelContainerName: name}}
+}
+
+func (f *fakeCRI) ListContainers(_ context.Context, req *runtimeapi.ListContainersRequest) (*runtimeapi.ListContainersResponse, error) {
+	all := f.containers
+	if all == nil {
+		all = []*runtimeapi.Container{criContainer("c1", string(target.UID), target.Namespace, target.Name, target.Container)}
+	}
+	var out []*runtimeapi.Container
+	for _, c := range all {
+		match := f.ignoreFilter || req.GetFilter().GetState() == nil || c.State == req.GetFilter().GetState().GetState()
+		for k, v := range req.GetFilter().GetLabelSelector() {
+			match = match && (f.ignoreFilter || c.Labels[k] == v)
+		}
+		if match {
+			out = append(out, c)
+		}
+	}
+	return &runtimeapi.ListContainersResponse{Containers: out}, nil
 }
 
 func (f *fakeCRI) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
-	f.lastTimeout = req.Timeout
+	f.lastTimeout, f.lastID = req.Timeout, req.ContainerId
 	switch req.Cmd[0] {
 	case "echo":
 		return &runtimeapi.ExecSyncResponse{Stdout: []byte(strings.Join(req.Cmd[1:], " ")), Stderr: []byte("warn")}, nil
@@ -63,7 +92,7 @@ func serveCRI(t *testing.T, srv *fakeCRI) string {
 	return "unix://" + sock
 }
 
-var target = mountpod.Target{Namespace: "kube-mount", Name: "mp", Container: "utilities", ContainerID: "c1"}
+var target = mountpod.Target{Namespace: "kube-mount", Name: "mp", UID: "uid-mp", Container: "utilities", ContainerID: "c1"}
 
 func TestCRIExecutor(t *testing.T) {
 	srv := &fakeCRI{}
@@ -80,10 +109,10 @@ func TestCRIExecutor(t *testing.T) {
 		wantErr         error
 		wantTimeoutSecs int64
 	}{
-		"output and stderr":         {argv: []string{"echo", "a", "b"}, wantOut: "a b", timeout: 1500 * time.Millisecond, wantTimeoutSecs: 2},
-		"fsck exit code kept":       {argv: []string{"fsck"}, wantOut: "errors left", wantCode: 4},
-		"output over bound":         {argv: []string{"chatty"}, wantErr: ErrOutputTooLarge},
-		"zero timeout gets default": {argv: []string{"echo"}, wantTimeoutSecs: int64(DefaultTimeout.Seconds())},
+		"output and stderr":      {argv: []string{"echo", "a", "b"}, wantOut: "a b", timeout: 1500 * time.Millisecond, wantTimeoutSecs: 2},
+		"fsck exit code kept":    {argv: []string{"fsck"}, wantOut: "errors left", wantCode: 4},
+		"output over bound":      {argv: []string{"chatty"}, wantErr: ErrOutputTooLarge},
+		"zero timeout sets none": {argv: []string{"echo"}, wantTimeoutSecs: -1},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -107,12 +136,68 @@ func TestCRIExecutor(t *testing.T) {
 			if tc.wantOut != "" && string(out) != tc.wantOut {
 				t.Fatalf("stdout %q, want %q", out, tc.wantOut)
 			}
-			if tc.wantTimeoutSecs != 0 && srv.lastTimeout != tc.wantTimeoutSecs {
+			if tc.wantTimeoutSecs != 0 && srv.lastTimeout != max(tc.wantTimeoutSecs, 0) {
 				t.Fatalf("request timeout %d s, want %d", srv.lastTimeout, tc.wantTimeoutSecs)
 			}
 		})
 	}
 }
+
+// TestCRIExecutorResolvesThroughRuntime: the container is the runtime's
+// running container of the pod's UID and container name; an API status
+// that names another container (a patched pods/status) is refused, and the
+// command never reaches that container.
+func TestCRIExecutorResolvesThroughRuntime(t *testing.T) {
+	mine := criContainer("c1", "uid-mp", "kube-mount", "mp", "utilities")
+	other := criContainer("victim", "uid-app", "default", "app", "app")
+	restarted := criContainer("c2", "uid-mp", "kube-mount", "mp", "utilities")
+	cases := map[string]struct {
+		containers   []*runtimeapi.Container
+		ignoreFilter bool
+		target       mountpod.Target
+		wantID       string
+		wantErr      string
+		wantMismatch bool
+	}{
+		"status and runtime agree": {containers: []*runtimeapi.Container{mine, other}, target: target, wantID: "c1"},
+		"status names another pod's container": {containers: []*runtimeapi.Container{mine, other},
+			target: withID(target, "victim"), wantMismatch: true},
+		"status names a container the runtime does not run": {containers: []*runtimeapi.Container{mine},
+			target: withID(target, "gone"), wantMismatch: true},
+		"runtime ignores the filter": {containers: []*runtimeapi.Container{other, mine}, ignoreFilter: true,
+			target: withID(target, "victim"), wantMismatch: true},
+		"no running container of the pod": {containers: []*runtimeapi.Container{other}, target: target,
+			wantErr: "no running container"},
+		"two running containers of the pod and name": {containers: []*runtimeapi.Container{mine, restarted}, target: target,
+			wantErr: "2 running containers"},
+		"no UID to resolve": {containers: []*runtimeapi.Container{mine}, target: withUID(target, ""),
+			wantErr: "no pod UID"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			srv := &fakeCRI{containers: tc.containers, ignoreFilter: tc.ignoreFilter}
+			e, err := NewCRIExecutor(serveCRI(t, srv), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			_, _, err = e.ExecInPod(context.Background(), tc.target, []string{"echo", "secret"}, time.Second)
+			switch {
+			case tc.wantMismatch && !errors.Is(err, ErrContainerMismatch):
+				t.Fatalf("err %v, want ErrContainerMismatch", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("err %v, want %q", err, tc.wantErr)
+			case tc.wantID != "" && (err != nil || srv.lastID != tc.wantID):
+				t.Fatalf("ran in %q (%v), want %q", srv.lastID, err, tc.wantID)
+			case tc.wantID == "" && srv.lastID != "":
+				t.Fatalf("the command reached container %q", srv.lastID)
+			}
+		})
+	}
+}
+
+func withID(t mountpod.Target, id string) mountpod.Target   { t.ContainerID = id; return t }
+func withUID(t mountpod.Target, uid string) mountpod.Target { t.UID = types.UID(uid); return t }
 
 // TestCRIExecutorHostilePeers: a runtime that never answers, and a socket
 // that accepts and never speaks, both end at the timeout plus grace.

@@ -11,14 +11,19 @@ import (
 
 // Defaults.
 const (
-	// DefaultTimeout bounds a command in a pod that has no deadline of its
-	// own. Formatting a large disk can take minutes.
+	// DefaultTimeout bounds a mount utility (mount, umount, mkfs, fsck,
+	// blkid) in a pod that has no deadline of its own (Options.Timeout,
+	// the kubelet's --experimental-mount-pod-exec-timeout). Formatting a
+	// large disk can take minutes. Flexvolume driver calls get none of
+	// their own: their bound is the driver call's (upstream sets none but
+	// for waitforattach).
 	DefaultTimeout = 10 * time.Minute
 	// DefaultMaxOutputBytes bounds each output stream of a command in a pod.
 	DefaultMaxOutputBytes = 4 << 20
 )
 
-// PodExecutor runs one command in a container and returns its output.
+// PodExecutor runs one command in a container and returns its output. A
+// timeout of 0 sets none: the command runs until it ends or ctx does.
 // A command that ran and exited non-zero returns a
 // k8s.io/utils/exec.CodeExitError with the exit code, and its output.
 type PodExecutor interface {
@@ -37,14 +42,22 @@ var (
 )
 
 // timeoutFor returns the timeout for a call: ctx's deadline if sooner than
-// def, else def.
+// def (or def is 0, none), else def.
 func timeoutFor(ctx context.Context, def time.Duration) time.Duration {
 	if dl, ok := ctx.Deadline(); ok {
-		if left := time.Until(dl); left < def {
+		if left := time.Until(dl); def <= 0 || left < def {
 			return max(left, time.Millisecond)
 		}
 	}
-	return def
+	return max(def, 0)
+}
+
+// withTimeout is context.WithTimeout, or WithCancel for a timeout of 0.
+func withTimeout(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if timeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, timeout)
 }
 
 // capOutput cuts b at limit and reports whether it did.

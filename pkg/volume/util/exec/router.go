@@ -19,8 +19,9 @@ import (
 
 // Options configures a Router. Zero values mean the defaults.
 type Options struct {
-	// Timeout bounds a command in a pod whose context has no sooner
-	// deadline (DefaultTimeout).
+	// Timeout bounds a mount utility in a pod whose context has no sooner
+	// deadline (DefaultTimeout). Flexvolume driver calls are bounded by
+	// their context only.
 	Timeout time.Duration
 	// LookPath finds a utility on the host (exec.LookPath).
 	LookPath func(file string) (string, error)
@@ -82,7 +83,7 @@ func (p *pluginExec) Command(cmd string, args ...string) utilexec.Cmd {
 func (p *pluginExec) CommandContext(ctx context.Context, cmd string, args ...string) utilexec.Cmd {
 	t, err := p.r.finder.Find(p.plugin)
 	if err == nil {
-		return p.r.podCommand(ctx, p.plugin, t, append([]string{cmd}, args...))
+		return p.r.podCommand(ctx, p.plugin, t, append([]string{cmd}, args...), p.r.opts.Timeout)
 	}
 	var noPod *mountpod.NoPodError
 	if !errors.As(err, &noPod) {
@@ -139,7 +140,8 @@ func (f *flexExec) CommandContext(ctx context.Context, execPath string, args ...
 	t, err := f.r.find(drv, flexNodeArg(args))
 	if err == nil {
 		inPod := path.Join(mountpod.FlexDriverDir, dirName, filepath.Base(execPath))
-		return f.r.podCommand(ctx, drv, t, append([]string{inPod}, args...))
+		// A driver call's bound is its own (ctx), as on the host.
+		return f.r.podCommand(ctx, drv, t, append([]string{inPod}, args...), 0)
 	}
 	var noPod *mountpod.NoPodError
 	podsOnly := f.servedByPodsOnly(execPath)
@@ -192,10 +194,10 @@ func flexNodeArg(args []string) string {
 	return ""
 }
 
-func (r *Router) podCommand(ctx context.Context, plugin string, t mountpod.Target, argv []string) utilexec.Cmd {
+func (r *Router) podCommand(ctx context.Context, plugin string, t mountpod.Target, argv []string, timeout time.Duration) utilexec.Cmd {
 	utility := path.Base(argv[0])
 	klog.FromContext(ctx).V(2).Info("Running volume utility in mount pod", "utility", utility, "plugin", plugin, "pod", t.String())
-	return &podCmd{ctx: ctx, exec: r.pods, target: t, argv: argv, timeout: r.opts.Timeout,
+	return &podCmd{ctx: ctx, exec: r.pods, target: t, argv: argv, timeout: timeout,
 		observe: func(err error, took time.Duration) { observe("pod", utility, err, took) }}
 }
 
