@@ -48,7 +48,7 @@ func (o *NodeplugOptions) AddFlags(fs *pflag.FlagSet) {
 			"run through pods/exec in a Running, Ready pod labelled flexvolume.mount.kubernetes.io/<escaped driver>=true, "+
 			"preferring the pod on the node the command names; drivers that only such pods have are loaded while one runs. "+
 			"Needs RBAC on pods and pods/exec in that namespace (deploy/mount-utilities). Empty disables it. Implies nodeplug's flexvolume discovery.")
-	addFlexTimeoutFlags(fs, &o.FlexCallTimeout, &o.FlexInitTimeout)
+	driver.AddTimeoutFlags(fs, &o.FlexCallTimeout, &o.FlexInitTimeout)
 	fs.StringVar(&o.MountPodDriverDir, "experimental-mount-pod-driver-dir", o.MountPodDriverDir,
 		"Directory where the flexvolume drivers that mount pods serve are published for discovery. nodeplug creates it with a marker file and empties it at start; "+
 			"it refuses a directory it did not create that holds anything, system directories, and the flexvolume plugin dir.")
@@ -63,7 +63,7 @@ func (o *NodeplugOptions) Validate(leaderMigration bool, flexPluginDir string) [
 	if o.Enabled() && leaderMigration {
 		errs = append(errs, errLeaderMigration)
 	}
-	errs = append(errs, validateFlexTimeouts(o.FlexCallTimeout, o.FlexInitTimeout)...)
+	errs = append(errs, driver.ValidateTimeouts(o.FlexCallTimeout, o.FlexInitTimeout)...)
 	if o.MountNamespace != "" {
 		if msgs := validation.IsDNS1123Label(o.MountNamespace); len(msgs) > 0 {
 			errs = append(errs, fmt.Errorf("--experimental-mount-namespace: %q is not a namespace name: %s", o.MountNamespace, strings.Join(msgs, "; ")))
@@ -77,25 +77,3 @@ func (o *NodeplugOptions) Validate(leaderMigration bool, flexPluginDir string) [
 
 // Enabled reports whether any nodeplug feature is switched on.
 func (o *NodeplugOptions) Enabled() bool { return o.FlexVolumeDiscovery || o.MountNamespace != "" }
-
-// addFlexTimeoutFlags registers the flexvolume driver call bounds.
-func addFlexTimeoutFlags(fs *pflag.FlagSet, call, init *time.Duration) {
-	fs.DurationVar(call, "experimental-flex-call-timeout", *call,
-		"Bound of every flexvolume driver call of nodeplug's discovery except init and waitforattach; the driver's process group is killed "+
-			"after it, and a mountdevice or mount it half made is unmounted before the next try. 0 (the default) sets none, as upstream: "+
-			"a driver may format a large disk or wait for a slow backend.")
-	fs.DurationVar(init, "experimental-flex-init-timeout", *init,
-		"Bound of a flexvolume driver's init, which nodeplug's discovery runs when a driver is installed or changed.")
-}
-
-// validateFlexTimeouts checks the flexvolume driver call bounds.
-func validateFlexTimeouts(call, init time.Duration) []error {
-	var errs []error
-	if call < 0 {
-		errs = append(errs, fmt.Errorf("--experimental-flex-call-timeout: %v is negative (0 sets none)", call))
-	}
-	if init < 0 {
-		errs = append(errs, fmt.Errorf("--experimental-flex-init-timeout: %v is negative", init))
-	}
-	return errs
-}

@@ -61,12 +61,7 @@ func (o *NodeplugOptions) AddFlags(fs *pflag.FlagSet) {
 			"in a Running, Ready pod on this node labelled mount.kubernetes.io/<plugin>=true (or "+
 			"flexvolume.mount.kubernetes.io/<escaped driver>=true) instead of on the host. Empty disables it. "+
 			"Implies nodeplug's flexvolume discovery.")
-	fs.DurationVar(&o.FlexCallTimeout, "experimental-flex-call-timeout", o.FlexCallTimeout,
-		"Bound of every flexvolume driver call of nodeplug's discovery except init and waitforattach; the driver's process group is killed "+
-			"after it, and a mountdevice or mount it half made is unmounted before the next try. 0 (the default) sets none, as upstream: "+
-			"a driver may format a large disk or wait for a slow backend.")
-	fs.DurationVar(&o.FlexInitTimeout, "experimental-flex-init-timeout", o.FlexInitTimeout,
-		"Bound of a flexvolume driver's init, which nodeplug's discovery runs when a driver is installed or changed.")
+	driver.AddTimeoutFlags(fs, &o.FlexCallTimeout, &o.FlexInitTimeout)
 	fs.DurationVar(&o.MountPodExecTimeout, "experimental-mount-pod-exec-timeout", o.MountPodExecTimeout,
 		"Bound of mount, umount, mkfs, fsck and blkid run in a mount pod (--experimental-mount-namespace). Flexvolume driver calls "+
 			"in a mount pod have the bound of --experimental-flex-call-timeout instead.")
@@ -82,12 +77,10 @@ func (o *NodeplugOptions) NamedFlagSet() *pflag.FlagSet {
 
 // Validate checks the options against the kubelet's root dir.
 func (o *NodeplugOptions) Validate(rootDir string) error {
-	switch {
-	case o.FlexCallTimeout < 0:
-		return fmt.Errorf("--experimental-flex-call-timeout: %v is negative (0 sets none)", o.FlexCallTimeout)
-	case o.FlexInitTimeout < 0:
-		return fmt.Errorf("--experimental-flex-init-timeout: %v is negative", o.FlexInitTimeout)
-	case o.MountPodExecTimeout < 0:
+	if errs := driver.ValidateTimeouts(o.FlexCallTimeout, o.FlexInitTimeout); len(errs) > 0 {
+		return errs[0]
+	}
+	if o.MountPodExecTimeout < 0 {
 		return fmt.Errorf("--experimental-mount-pod-exec-timeout: %v is negative", o.MountPodExecTimeout)
 	}
 	if o.MountNamespace != "" {
