@@ -79,8 +79,8 @@ func TestCommandErrors(t *testing.T) {
 		// notWant must not be in the error.
 		notWant string
 	}{
-		"unknown nodeplug flag lists ours":   {args: []string{"--experimental-flex"}, want: listsOurs + ": --experimental-flexvolume-discovery"},
-		"unknown nodeplug flag, underscores": {args: []string{"--experimental_flex"}, want: listsOurs + ": --experimental-flexvolume-discovery"},
+		"unknown nodeplug flag lists ours":   {args: []string{"--experimental-flex"}, want: listsOurs + ": --experimental-flex-call-timeout, --experimental-flex-init-timeout, --experimental-flexvolume-discovery"},
+		"unknown nodeplug flag, underscores": {args: []string{"--experimental_flex"}, want: listsOurs + ": --experimental-flex-call-timeout, --experimental-flex-init-timeout, --experimental-flexvolume-discovery"},
 		"malformed nodeplug flag":            {args: []string{"--experimental-flexvolume-discovery=maybe"}, want: `invalid argument "maybe"`, notWant: listsOurs},
 		"unknown upstream flag":              {args: []string{"--no-such-flag"}, want: "unknown flag: --no-such-flag", notWant: listsOurs},
 		"unknown flag naming experimental-":  {args: []string{"--not-experimental-flex"}, want: "unknown flag: --not-experimental-flex", notWant: listsOurs},

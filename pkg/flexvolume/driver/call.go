@@ -52,6 +52,7 @@ type runResult struct {
 func (d *driver) run(ctx context.Context, timeout time.Duration, argv []string) runResult {
 	cctx, cancel := context.WithCancel(ctx)
 	if timeout > 0 {
+		cancel()
 		cctx, cancel = context.WithTimeout(ctx, timeout)
 	}
 	defer cancel()

@@ -67,10 +67,11 @@ func (e *CRIExecutor) Close() error { return e.conn.Close() }
 // of 0 sets none, for the runtime and the call (it ends with ctx).
 func (e *CRIExecutor) ExecInPod(ctx context.Context, t mountpod.Target, argv []string, timeout time.Duration) ([]byte, []byte, error) {
 	secs := int64(math.Ceil(max(timeout, 0).Seconds()))
-	cctx, cancel := withTimeout(ctx, time.Duration(secs)*time.Second+e.grace)
+	callTimeout := time.Duration(secs)*time.Second + e.grace
 	if secs == 0 {
-		cctx, cancel = context.WithCancel(ctx)
+		callTimeout = 0
 	}
+	cctx, cancel := withTimeout(ctx, callTimeout)
 	defer cancel()
 	start := time.Now()
 	id, err := e.resolve(cctx, t)
