@@ -218,7 +218,7 @@ func muKubeletMetric(ctx context.Context, t testing.TB, c *framework.Cluster, me
 	}
 	var sum float64
 	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, metric+"{") {
+		if !strings.HasPrefix(line, metric+"{") && !strings.HasPrefix(line, metric+" ") {
 			continue
 		}
 		ok := true
