@@ -96,8 +96,8 @@ func (p *plugin) clearPending(target string, callErr error) error {
 func (p *plugin) undoMount(target string) error {
 	m := p.host.GetMounter()
 	for range maxStackedMounts {
-		notMnt, err := mount.IsNotMountPoint(m, target)
-		if errors.Is(err, fs.ErrNotExist) || (err == nil && notMnt) {
+		isMnt, err := m.IsMountPoint(target)
+		if errors.Is(err, fs.ErrNotExist) || (err == nil && !isMnt) {
 			break
 		}
 		if err != nil && !mount.IsCorruptedMnt(err) {

@@ -231,14 +231,14 @@ const forceUnmountTimeout = 30 * time.Second
 // hostSees reports whether target is a mount point in the kubelet's (the
 // host's) mount namespace.
 func (m *Mounter) hostSees(target string) (bool, error) {
-	notMnt, err := mount.IsNotMountPoint(m.Interface, target)
+	isMnt, err := m.Interface.IsMountPoint(target)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("checking whether %s is a mount point on the host: %w", target, err)
 	}
-	return !notMnt, nil
+	return isMnt, nil
 }
 
 // removePodOnly unmounts target in the plugin's pod and reports whether
