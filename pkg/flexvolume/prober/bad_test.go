@@ -17,7 +17,7 @@ func TestBadDrivers(t *testing.T) {
 	root := t.TempDir()
 	s := &sink{}
 	opts := testOptions(s)
-	opts.Driver = driver.Config{InitTimeout: 500 * time.Millisecond, KillGrace: time.Second}
+	opts.Driver = driver.Config{InitTimeout: 2 * time.Second, KillGrace: time.Second}
 	p := newTestProber(t, root, opts)
 
 	install(t, root, "example.com~good", "good", script(capsNoAttach))
