@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
 )
@@ -79,9 +81,13 @@ func TestMountUtilitiesUpgrade(t *testing.T) {
 		if err != nil || cur == old || pod.Spec.Containers[0].Image != muImage(2) {
 			t.Fatalf("mount pod %s (was %s) runs %v, want %s: %v", cur, old, pod.Spec.Containers, muImage(2), err)
 		}
+		before := muSnapshotNode(ctx, t, c)
 		again, code := muUpgrade(ctx, t, c, c.NodeName)
-		if code != 0 {
-			t.Errorf("a second run is not a no-op: exit %d:\n%s", code, again)
+		if code != 0 || !strings.Contains(again, "up to date: "+cur) {
+			t.Errorf("a second run is not a no-op: exit %d, want 0 saying %s is up to date:\n%s", code, cur, again)
+		}
+		if after := muSnapshotNode(ctx, t, c); !reflect.DeepEqual(after, before) {
+			t.Errorf("a second run changed the node or its pods:\nbefore %+v\nafter  %+v\n%s", before, after, again)
 		}
 		c.CreatePod(ctx, t, muConsumer("mu-up-2", corev1.VolumeSource{FlexVolume: &corev1.FlexVolumeSource{Driver: "nodeplug.io/fuse"}}))
 		c.WaitForPod(ctx, t, "mu-up-2", 120*time.Second, corev1.PodRunning)
@@ -128,6 +134,34 @@ func muUpgrade(ctx context.Context, t testing.TB, c *framework.Cluster, args ...
 	}
 	t.Fatalf("running the upgrade script: %v\n%s", err, out)
 	return "", -1
+}
+
+// muNodeSnapshot is what an upgrade run may change on the node: its
+// taints, whether it is cordoned, and its pods (namespace/name to UID; the
+// mount pod among them), leaving out pods already being deleted.
+type muNodeSnapshot struct {
+	Taints        []corev1.Taint
+	Unschedulable bool
+	Pods          map[string]types.UID
+}
+
+func muSnapshotNode(ctx context.Context, t testing.TB, c *framework.Cluster) muNodeSnapshot {
+	t.Helper()
+	node, err := c.Client.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods, err := c.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + c.NodeName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := muNodeSnapshot{Taints: node.Spec.Taints, Unschedulable: node.Spec.Unschedulable, Pods: map[string]types.UID{}}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			s.Pods[p.Namespace+"/"+p.Name] = p.UID
+		}
+	}
+	return s
 }
 
 func muTainted(ctx context.Context, t testing.TB, c *framework.Cluster) bool {
