@@ -140,7 +140,9 @@ func muPolicyUserClient(ctx context.Context, t testing.TB, c *framework.Cluster)
 	if _, err := rbac.RoleBindings(muNamespace).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create rolebinding: %v", err)
 	}
-	t.Cleanup(func() { _ = rbac.RoleBindings(muNamespace).Delete(context.Background(), binding.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = rbac.RoleBindings(muNamespace).Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
+	})
 	cfg := rest.CopyConfig(c.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: muPolicyUser, Groups: []string{"system:authenticated"}}
 	client, err := kubernetes.NewForConfig(cfg)
