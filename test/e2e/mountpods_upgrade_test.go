@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
 )
@@ -65,9 +67,16 @@ func TestMountUtilitiesUpgrade(t *testing.T) {
 	})
 
 	t.Run("evicts the consumer, replaces the mount pod with the new version, untaints", func(t *testing.T) {
+		// A FUSE mount that a host daemon serves (as a FUSE-based CSI
+		// driver's would) propagates into the mount pod; it does not die
+		// with the pod, so the drain must not wait for it.
+		hostFuse := muHostFuseMount(t, c)
 		out, code := muUpgrade(ctx, t, c, "--timeout", "180", c.NodeName)
 		if code != 0 {
 			t.Fatalf("exit %d:\n%s", code, out)
+		}
+		if !strings.Contains(out, "not waiting for these FUSE mounts") || !strings.Contains(out, "  "+hostFuse) {
+			t.Errorf("the script does not say it leaves out the host's FUSE mount %s:\n%s", hostFuse, out)
 		}
 		t.Logf("upgrade steps: %v", muSteps(out))
 		if _, err := c.Client.CoreV1().Pods("default").Get(ctx, "mu-up-1", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -96,6 +105,39 @@ func TestMountUtilitiesUpgrade(t *testing.T) {
 			t.Fatalf("the new mount pod did not mount the new consumer's volume: %v\n%s", err, log)
 		}
 	})
+}
+
+// muHostFuseMount mounts a FUSE file system served by a daemon on the host
+// (nodeplug-fuse-loopback) below the kubelet root dir, where it propagates
+// into the mount pod, and returns its mount point. It is unmounted when t
+// ends.
+func muHostFuseMount(t testing.TB, c *framework.Cluster) string {
+	t.Helper()
+	dir := filepath.Join(c.Dir, "kubelet", "plugins", "e2e-host-fuse")
+	src, mnt := filepath.Join(dir, "src"), filepath.Join(dir, "mnt")
+	for _, d := range []string{src, mnt} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	daemon := exec.Command(filepath.Join(c.BinDir, "nodeplug-fuse-loopback"), src, mnt)
+	if err := daemon.Start(); err != nil {
+		t.Fatalf("start the host FUSE daemon: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = daemon.Process.Signal(syscall.SIGTERM)
+		_ = daemon.Wait()
+		unmountAll(t, mnt)
+		_ = os.RemoveAll(dir)
+	})
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		info, err := os.ReadFile("/proc/self/mountinfo")
+		return err == nil && strings.Contains(string(info), " "+mnt+" "), nil
+	})
+	if err != nil {
+		t.Fatalf("the host FUSE daemon did not mount %s within 10 s", mnt)
+	}
+	return mnt
 }
 
 func muImage(version int) string {
