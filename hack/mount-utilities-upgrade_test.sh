@@ -567,6 +567,15 @@ expect_mutations "${TAINT_ADD}" "${TAINT_DEL}"
 expect_out "the kernel does not say which FUSE connection a daemon of ${OLD} serves"
 expect_out "  pod kube-mount/${OLD}: FUSE mount /var/lib/kubelet/pods/u2/volumes/kubernetes.io~csi/pv-s3/mount (its daemon runs in that pod)"
 
+case_start "a descriptor's connection matches no FUSE mount: wait for every FUSE mount, and say why"
+new_state fuse-stray-connection
+echo "${FUSE_HOST}" >"${state}/mountinfo-host"
+echo '/proc/7/fd/5 99' >"${state}/fuse-fds"
+run --timeout 1 node-a
+expect_rc 4
+expect_mutations "${TAINT_ADD}" "${TAINT_DEL}"
+expect_out "a /dev/fuse descriptor in ${OLD} serves connection 99, which no FUSE mount of its mount table has: waiting for every FUSE mount"
+
 case_start "the old pod's mount table cannot be read: stop before tainting, exit 1"
 while IFS='|' read -r what message; do
   new_state "unreadable-${what}"

@@ -176,8 +176,9 @@ mu::scan_in_use() {
 # holds a /dev/fuse descriptor of its connection (fdinfo "fuse_connection",
 # the mount's device number); FUSE mounts that propagated in from the host
 # (FUSE-based CSI drivers, say) have their daemon elsewhere and do not
-# count. If the kernel does not name the connection (before Linux 6.15),
-# every FUSE mount counts as soon as the container holds /dev/fuse at all.
+# count. If it cannot tell (a kernel that does not name the connection,
+# before Linux 6.16, or a descriptor whose connection matches no FUSE
+# mount), every FUSE mount counts.
 # If the table cannot be read, the run stops: without it the script cannot
 # tell whether a FUSE volume is still in use.
 mu::scan_fuse_mounts() {
@@ -197,8 +198,15 @@ mu::scan_fuse_mounts() {
   fi
   awk -v tsv="${MU_TMP}/in-use.tsv" -v outside="${MU_TMP}/fuse-outside" -v unknown="${MU_TMP}/fuse-unknown" \
     "${MU_AWK_POD_FUSE}" "${probe}"
-  if [[ -s ${MU_TMP}/fuse-unknown ]] && ((MU_FUSE_UNKNOWN_SAID == 0)); then
-    mu::warn "the kernel does not say which FUSE connection a daemon of ${MU_OLD_POD} serves (Linux < 6.15): waiting for every FUSE mount in the pod, also those served from outside it"
+  local why
+  why=$(cat "${MU_TMP}/fuse-unknown")
+  if [[ -n ${why} ]] && ((MU_FUSE_UNKNOWN_SAID == 0)); then
+    if [[ ${why} == kernel ]]; then
+      why="the kernel does not say which FUSE connection a daemon of ${MU_OLD_POD} serves (fdinfo has no fuse_connection before Linux 6.16)"
+    else
+      why="a /dev/fuse descriptor in ${MU_OLD_POD} serves ${why}, which no FUSE mount of its mount table has"
+    fi
+    mu::warn "${why}: waiting for every FUSE mount in the pod, also those served from outside it"
     MU_FUSE_UNKNOWN_SAID=1
   fi
   local outside_now
