@@ -61,8 +61,14 @@ func TestMountPodAttach(t *testing.T) {
 	if err != nil {
 		t.Fatal("the volume is still attached 150 s after its consumer was deleted")
 	}
-	if log := muDriverLog(ctx, t, c, mp); !strings.Contains(log, " detach v ") {
-		t.Fatalf("the mount pod's driver log has no detach:\n%s", log)
+	// The attach/detach controller drops the volume from the node's status
+	// before it runs detach, so the call may come a moment later.
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		log = muDriverLog(ctx, t, c, mp)
+		return strings.Contains(log, " detach v "), nil
+	})
+	if err != nil {
+		t.Fatalf("the mount pod's driver log has no detach 60 s after the node reported the volume detached:\n%s", log)
 	}
 }
 
