@@ -15,8 +15,12 @@
 #   3. taint    nodeplug.io/mount-utilities-upgrade=<pod>:NoExecute. Only pods
 #               that tolerate it stay; the mount pods tolerate everything.
 #   4. drain    waits until no pod on the node uses a volume of those plugins
-#               (inline flexVolume, or a PVC bound to a local or flex PV) and
-#               the node reports none in use or attached.
+#               (inline flexVolume, or a PVC bound to a local or flex PV),
+#               the node reports none in use or attached, and no FUSE mount
+#               that a process of the old pod serves is left (its mount table
+#               and /dev/fuse descriptors, read by kubectl exec; FUSE mounts
+#               that propagated in from the host do not count). If that
+#               table cannot be read, it stops (exit 1).
 #   5. delete   deletes the old pod; ready: waits until the DaemonSet's new
 #               pod on the node is Ready.
 #   6. untaint  removes the taint.
@@ -30,13 +34,14 @@
 # value names the old pod; if that pod is gone, the script waits for the new
 # one to be Ready and untaints).
 #
-# Exit codes: 0 done (or nothing to do), 1 a kubectl call failed, 2 usage or
-# a precondition, 3 refused (a volume is in use by a pod that tolerates the
-# taint), 4 timeout, 130 interrupted.
+# Exit codes: 0 done (or nothing to do), 1 a kubectl call failed or the old
+# pod's mount table could not be read, 2 usage or a precondition, 3 refused
+# (a volume is in use by a pod that tolerates the taint), 4 timeout, 130
+# interrupted.
 #
 # Needs kubectl ($KUBECTL, else kubectl in PATH; KUBECONFIG from the
-# environment) and jq. MU_POLL_INTERVAL (seconds, default 2) sets how often
-# it polls.
+# environment) and jq, and sh and cat in the mount pod's image.
+# MU_POLL_INTERVAL (seconds, default 2) sets how often it polls.
 #
 # The functions live in hack/lib/mount-utilities-upgrade/ (args.sh, output.sh,
 # kubectl.sh, check.sh, act.sh), which this script sources from next to
@@ -76,8 +81,10 @@ interruption: it resumes.
   --dry-run            print what it would do; change nothing
   -h, --help           print this help
 
-Exit codes: 0 done, 1 a kubectl call failed, 2 usage or precondition,
-3 refused (volume in use by a pod that tolerates the taint), 4 timeout.
+Exit codes: 0 done, 1 a kubectl call failed or the old pod's mount table
+could not be read (it needs pods/exec, and sh and cat in the pod), 2 usage
+or precondition, 3 refused (volume in use by a pod that tolerates the
+taint), 4 timeout.
 kubectl is \$KUBECTL or kubectl in PATH; KUBECONFIG is taken from the environment.
 EOF
 }

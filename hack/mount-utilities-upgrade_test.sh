@@ -131,7 +131,9 @@ shift
 ns=default all=0 sel="" node="" ignore=0 pos=()
 while (($# > 0)); do
   case $1 in
+    --) break ;;
     -n | --namespace) ns=$2; shift ;;
+    -c | --container) shift ;;
     -A | --all-namespaces) all=1 ;;
     -l | --selector) sel=$2; shift ;;
     --field-selector) node=${2#spec.nodeName=}; shift ;;
@@ -188,10 +190,26 @@ case ${verb} in
     esac
     ;;
   exec)
-    # The old mount pod's mount table: state/mountinfo, emptied by the
-    # countdown in state/unmount_after (polls left).
-    if [[ -f ${state}/mountinfo ]] && countdown unmount_countdown; then rm -f "${state}/mountinfo"; fi
-    cat "${state}/mountinfo" 2>/dev/null || true
+    # The probe's output in the old mount pod: a root and a kubelet-root
+    # mount, state/mountinfo-host (FUSE mounts that came from the host),
+    # state/mountinfo (the pod's own), "#fuse-fds", state/fuse-fds. The
+    # countdown in state/unmount_countdown (polls left) removes mountinfo
+    # and fuse-fds. With state/exec_fail the call fails with that message
+    # (from the exec_fail_countdown-th call on, if that is set);
+    # state/exec_empty makes it print nothing.
+    if [[ -f ${state}/exec_fail ]]; then
+      if [[ ! -f ${state}/exec_fail_countdown ]] || countdown exec_fail_countdown; then
+        cat "${state}/exec_fail" >&2
+        exit 1
+      fi
+    fi
+    [[ ! -f ${state}/exec_empty ]] || exit 0
+    if [[ -f ${state}/mountinfo ]] && countdown unmount_countdown; then rm -f "${state}/mountinfo" "${state}/fuse-fds"; fi
+    printf '%s\n' '22 1 0:21 / / rw,relatime - overlay overlay rw' \
+      '30 22 8:1 /var/lib/kubelet /var/lib/kubelet rw,relatime shared:1 - ext4 /dev/sda1 rw'
+    cat "${state}/mountinfo-host" "${state}/mountinfo" 2>/dev/null || true
+    echo '#fuse-fds'
+    cat "${state}/fuse-fds" 2>/dev/null || true
     ;;
   taint)
     printf '%s\n' "${call}" >>"${state}/mutations.log"
@@ -495,15 +513,101 @@ expect_out "  pod default/stuck: volume data of nodeplug.io/fuse"
 expect_out "  node node-a: flexvolume-nodeplug.io/fuse/vol-1 attached (status.volumesAttached)"
 expect_eq "taints" "$(taints)" "[]"
 
+FUSE_OWN='36 30 0:50 / /var/lib/kubelet/pods/u1/volumes/nodeplug.io~fuse/data rw shared:1 - fuse.nodeplug nodeplug-fuse rw'
+FUSE_HOST='37 30 0:60 / /var/lib/kubelet/pods/u2/volumes/kubernetes.io~csi/pv-s3/mount rw shared:1 - fuse.s3fs s3fs rw'
+FUSE_FD_OWN='/proc/7/fd/5 50'
+
 case_start "a FUSE mount the old pod still serves: the delete waits for its unmount"
 new_state fuse-mount
-echo '36 25 0:50 / /var/lib/kubelet/pods/u1/volumes/nodeplug.io~fuse/data rw shared:1 - fuse.nodeplug nodeplug-fuse rw' >"${state}/mountinfo"
+echo "${FUSE_OWN}" >"${state}/mountinfo"
+echo "${FUSE_FD_OWN}" >"${state}/fuse-fds"
 echo 3 >"${state}/unmount_countdown"
 run node-a
 expect_rc 0
 expect_mutations "${TAINT_ADD}" "${DELETE_OLD}" "${TAINT_DEL}"
 expect_out "  pod kube-mount/${OLD}: FUSE mount /var/lib/kubelet/pods/u1/volumes/nodeplug.io~fuse/data (its daemon runs in that pod)"
 [[ ! -f ${state}/mountinfo ]] || fail "deleted the old pod before its FUSE mount went"
+grep -qxF -- "exec -n kube-mount ${OLD} -c utilities -- sh -c cat /proc/self/mountinfo || exit 1" "${state}/calls.log" ||
+  fail "the mount table is not read by the probe in container utilities:"$'\n'"$(grep -m 1 '^exec' "${state}/calls.log")"
+
+case_start "FUSE mounts that propagated in from the host are not waited for"
+new_state fuse-host
+echo "${FUSE_HOST}" >"${state}/mountinfo-host"
+# The probe runs in the container the kubelet uses.
+jq '.items[0].metadata.annotations = {"mount.kubernetes.io/container": "helper"}' "${state}/pods.json" >"${state}/pods.json.new"
+mv "${state}/pods.json.new" "${state}/pods.json"
+run --timeout 2 node-a
+expect_rc 0
+expect_mutations "${TAINT_ADD}" "${DELETE_OLD}" "${TAINT_DEL}"
+expect_out "not waiting for these FUSE mounts: their daemon runs outside ${OLD}"
+expect_out "  /var/lib/kubelet/pods/u2/volumes/kubernetes.io~csi/pv-s3/mount"
+grep -q "^exec -n kube-mount ${OLD} -c helper -- sh -c" "${state}/calls.log" ||
+  fail "the probe does not run in the container named by mount.kubernetes.io/container"
+# With a mount of its own, and a descriptor that serves nothing yet: wait
+# for its own mount only.
+new_state fuse-host-and-own
+echo "${FUSE_HOST}" >"${state}/mountinfo-host"
+echo "${FUSE_OWN}" >"${state}/mountinfo"
+printf '%s\n' "${FUSE_FD_OWN}" '/proc/9/fd/3 -' >"${state}/fuse-fds"
+echo 3 >"${state}/unmount_countdown"
+run --timeout 60 node-a
+expect_rc 0
+expect_mutations "${TAINT_ADD}" "${DELETE_OLD}" "${TAINT_DEL}"
+expect_out "  pod kube-mount/${OLD}: FUSE mount /var/lib/kubelet/pods/u1/volumes/nodeplug.io~fuse/data (its daemon runs in that pod)"
+[[ ! -f ${state}/mountinfo ]] || fail "deleted the old pod before its own FUSE mount went"
+grep -F 'kubernetes.io~csi' <<<"${out}" | grep -q 'its daemon runs in that pod' && fail "waited for the host's FUSE mount"
+
+case_start "a kernel that names no FUSE connection: wait for every FUSE mount, and say why"
+new_state fuse-old-kernel
+echo "${FUSE_HOST}" >"${state}/mountinfo-host"
+echo '/proc/7/fd/5 -' >"${state}/fuse-fds"
+run --timeout 1 node-a
+expect_rc 4
+expect_mutations "${TAINT_ADD}" "${TAINT_DEL}"
+expect_out "the kernel does not say which FUSE connection a daemon of ${OLD} serves"
+expect_out "  pod kube-mount/${OLD}: FUSE mount /var/lib/kubelet/pods/u2/volumes/kubernetes.io~csi/pv-s3/mount (its daemon runs in that pod)"
+
+case_start "a descriptor's connection matches no FUSE mount: wait for every FUSE mount, and say why"
+new_state fuse-stray-connection
+echo "${FUSE_HOST}" >"${state}/mountinfo-host"
+echo '/proc/7/fd/5 99' >"${state}/fuse-fds"
+run --timeout 1 node-a
+expect_rc 4
+expect_mutations "${TAINT_ADD}" "${TAINT_DEL}"
+expect_out "a /dev/fuse descriptor in ${OLD} serves connection 99, which no FUSE mount of its mount table has: waiting for every FUSE mount"
+
+case_start "the old pod's mount table cannot be read: stop before tainting, exit 1"
+while IFS='|' read -r what message; do
+  new_state "unreadable-${what}"
+  if [[ ${what} == empty ]]; then touch "${state}/exec_empty"; else echo "${message}" >"${state}/exec_fail"; fi
+  for args in node-a "--dry-run node-a"; do
+    # shellcheck disable=SC2086 # two words on purpose
+    run ${args}
+    expect_rc 1
+    expect_mutations
+    expect_out "cannot read the mount table of kube-mount/${OLD} (container utilities): ${message}"
+    expect_out "stopped: without the mount table of ${OLD} the script cannot tell whether a FUSE daemon in it still serves a volume"
+    expect_out "nothing was changed"
+  done
+done <<'CASES'
+forbidden|Error from server (Forbidden): pods "mount-utilities-old01" is forbidden: User "ops" cannot create resource "pods/exec" in API group "" in the namespace "kube-mount"
+no-shell|error: Internal error occurred: error executing command in container: exec: "sh": executable file not found in $PATH
+empty|no mount table in the output
+CASES
+
+case_start "the mount table cannot be read during the drain: stop, untaint, keep the pod"
+new_state unreadable-drain
+echo "${FUSE_OWN}" >"${state}/mountinfo"
+echo "${FUSE_FD_OWN}" >"${state}/fuse-fds"
+echo 'error: unable to upgrade connection: container not found ("utilities")' >"${state}/exec_fail"
+echo 2 >"${state}/exec_fail_countdown"
+run node-a
+expect_rc 1
+expect_mutations "${TAINT_ADD}" "${TAINT_DEL}"
+expect_out "cannot read the mount table of kube-mount/${OLD} (container utilities): error: unable to upgrade connection"
+expect_out "removed the taint nodeplug.io/mount-utilities-upgrade:NoExecute; ${OLD} still runs"
+expect_eq "taints" "$(taints)" "[]"
+jq -e --arg n "${OLD}" 'any(.items[]; .metadata.name == $n)' "${state}/pods.json" >/dev/null || fail "the old pod was deleted"
 
 case_start "preconditions: exit 2, no changes"
 new_state precondition

@@ -1,18 +1,23 @@
 // Package mountutilities checks the manifests of this directory: the
-// controller-manager's rights in kube-mount and the DaemonSet's mount labels.
+// controller-manager's rights in kube-mount, the DaemonSet's mount labels,
+// and the admission policy on who may create mount pods.
 package mountutilities
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 
@@ -185,5 +190,65 @@ func TestDaemonSetServesDrivers(t *testing.T) {
 	slices.Sort(wantServed)
 	if !slices.Equal(served, wantServed) {
 		t.Errorf("the pods serve flex drivers %v, want %v", served, wantServed)
+	}
+}
+
+// TestAdmissionPolicyMatches: the policy sees every request that could put
+// a mount label on a pod in kube-mount, fails closed, and looks for the
+// label keys and value pkg/mountpod uses. Its decisions are tested in
+// TestAdmissionPolicyDecisions.
+func TestAdmissionPolicyMatches(t *testing.T) {
+	policy, binding := shippedPolicy(t)
+	if binding.Spec.PolicyName != policy.Name || !slices.Equal(binding.Spec.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) {
+		t.Errorf("binding %s: policy %q with actions %v, want %q with [Deny]", binding.Name, binding.Spec.PolicyName, binding.Spec.ValidationActions, policy.Name)
+	}
+	if binding.Spec.ParamRef != nil || binding.Spec.MatchResources != nil {
+		t.Errorf("binding %s narrows or parameterises the policy; the policy alone says what it matches", binding.Name)
+	}
+	if fp := policy.Spec.FailurePolicy; fp == nil || *fp != admissionregistrationv1.Fail {
+		t.Errorf("failurePolicy %v, want Fail", fp)
+	}
+	mc := policy.Spec.MatchConstraints
+	if mc == nil || mc.NamespaceSelector == nil ||
+		!maps.Equal(mc.NamespaceSelector.MatchLabels, map[string]string{v1.LabelMetadataName: namespace}) ||
+		len(mc.NamespaceSelector.MatchExpressions) > 0 || mc.ObjectSelector != nil && !reflect.DeepEqual(*mc.ObjectSelector, metav1.LabelSelector{}) {
+		t.Fatalf("matchConstraints %+v: want namespace %s by %s and no object selector", mc, namespace, v1.LabelMetadataName)
+	}
+	var got []string
+	for _, r := range mc.ResourceRules {
+		if len(r.ResourceNames) > 0 {
+			t.Errorf("rule %+v names resources", r)
+		}
+		for _, g := range r.APIGroups {
+			for _, ver := range r.APIVersions {
+				for _, op := range r.Operations {
+					for _, res := range r.Resources {
+						got = append(got, g+"/"+ver+" "+string(op)+" "+res)
+					}
+				}
+			}
+		}
+	}
+	slices.Sort(got)
+	// pods/status: a status update keeps the labels the request sends.
+	want := []string{"/v1 CREATE pods", "/v1 UPDATE pods", "/v1 UPDATE pods/status"}
+	if !slices.Equal(got, want) {
+		t.Errorf("the policy matches %v, want %v", got, want)
+	}
+
+	vars := map[string]string{}
+	for _, v := range policy.Spec.Variables {
+		vars[v.Name] = v.Expression
+	}
+	for _, prefix := range []string{mountpod.InTreeLabelPrefix + "/", mountpod.FlexLabelPrefix + "/"} {
+		if !strings.Contains(vars["mountLabels"], "k.startsWith('"+prefix+"')") {
+			t.Errorf("variable mountLabels does not look for keys with prefix %s:\n%s", prefix, vars["mountLabels"])
+		}
+	}
+	if !strings.Contains(vars["mountLabels"], "== '"+mountpod.LabelValue+"'") {
+		t.Errorf("variable mountLabels does not look for the value %q:\n%s", mountpod.LabelValue, vars["mountLabels"])
+	}
+	if !strings.Contains(vars["allowedUsers"], "'system:serviceaccount:kube-system:daemon-set-controller'") {
+		t.Errorf("variable allowedUsers does not list the DaemonSet controller:\n%s", vars["allowedUsers"])
 	}
 }

@@ -28,9 +28,10 @@ const (
 	muDaemonSet = "mount-utilities"
 )
 
-// muDeploy applies deploy/mount-utilities (namespace and DaemonSet, with
-// the local cluster's kubelet root dir) and waits until its pod is Ready.
-// It returns the pod's name.
+// muDeploy applies deploy/mount-utilities (namespace, admission policy and
+// DaemonSet, with the local cluster's kubelet root dir) and waits until its
+// pod is Ready. It returns the pod's name. The policy stays after the test,
+// as the namespace does: the mount pod tests all run under it.
 func muDeploy(ctx context.Context, t testing.TB, c *framework.Cluster) string {
 	t.Helper()
 	var ns corev1.Namespace
@@ -38,6 +39,7 @@ func muDeploy(ctx context.Context, t testing.TB, c *framework.Cluster) string {
 	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("create namespace: %v", err)
 	}
+	muApplyAdmissionPolicy(ctx, t, c)
 	var ds appsv1.DaemonSet
 	muManifest(t, "daemonset.yaml", filepath.Join(c.Dir, "kubelet"), &ds)
 	if _, err := c.Client.AppsV1().DaemonSets(muNamespace).Create(ctx, &ds, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {

@@ -9,15 +9,19 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
 )
@@ -63,9 +67,16 @@ func TestMountUtilitiesUpgrade(t *testing.T) {
 	})
 
 	t.Run("evicts the consumer, replaces the mount pod with the new version, untaints", func(t *testing.T) {
+		// A FUSE mount that a host daemon serves (as a FUSE-based CSI
+		// driver's would) propagates into the mount pod; it does not die
+		// with the pod, so the drain must not wait for it.
+		hostFuse := muHostFuseMount(t, c)
 		out, code := muUpgrade(ctx, t, c, "--timeout", "180", c.NodeName)
 		if code != 0 {
 			t.Fatalf("exit %d:\n%s", code, out)
+		}
+		if !strings.Contains(out, "not waiting for these FUSE mounts") || !strings.Contains(out, "  "+hostFuse) {
+			t.Errorf("the script does not say it leaves out the host's FUSE mount %s:\n%s", hostFuse, out)
 		}
 		t.Logf("upgrade steps: %v", muSteps(out))
 		if _, err := c.Client.CoreV1().Pods("default").Get(ctx, "mu-up-1", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -79,9 +90,13 @@ func TestMountUtilitiesUpgrade(t *testing.T) {
 		if err != nil || cur == old || pod.Spec.Containers[0].Image != muImage(2) {
 			t.Fatalf("mount pod %s (was %s) runs %v, want %s: %v", cur, old, pod.Spec.Containers, muImage(2), err)
 		}
+		before := muSnapshotNode(ctx, t, c)
 		again, code := muUpgrade(ctx, t, c, c.NodeName)
-		if code != 0 {
-			t.Errorf("a second run is not a no-op: exit %d:\n%s", code, again)
+		if code != 0 || !strings.Contains(again, "up to date: "+cur) {
+			t.Errorf("a second run is not a no-op: exit %d, want 0 saying %s is up to date:\n%s", code, cur, again)
+		}
+		if after := muSnapshotNode(ctx, t, c); !reflect.DeepEqual(after, before) {
+			t.Errorf("a second run changed the node or its pods:\nbefore %+v\nafter  %+v\n%s", before, after, again)
 		}
 		c.CreatePod(ctx, t, muConsumer("mu-up-2", corev1.VolumeSource{FlexVolume: &corev1.FlexVolumeSource{Driver: "nodeplug.io/fuse"}}))
 		c.WaitForPod(ctx, t, "mu-up-2", 120*time.Second, corev1.PodRunning)
@@ -90,6 +105,39 @@ func TestMountUtilitiesUpgrade(t *testing.T) {
 			t.Fatalf("the new mount pod did not mount the new consumer's volume: %v\n%s", err, log)
 		}
 	})
+}
+
+// muHostFuseMount mounts a FUSE file system served by a daemon on the host
+// (nodeplug-fuse-loopback) below the kubelet root dir, where it propagates
+// into the mount pod, and returns its mount point. It is unmounted when t
+// ends.
+func muHostFuseMount(t testing.TB, c *framework.Cluster) string {
+	t.Helper()
+	dir := filepath.Join(c.Dir, "kubelet", "plugins", "e2e-host-fuse")
+	src, mnt := filepath.Join(dir, "src"), filepath.Join(dir, "mnt")
+	for _, d := range []string{src, mnt} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	daemon := exec.Command(filepath.Join(c.BinDir, "nodeplug-fuse-loopback"), src, mnt)
+	if err := daemon.Start(); err != nil {
+		t.Fatalf("start the host FUSE daemon: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = daemon.Process.Signal(syscall.SIGTERM)
+		_ = daemon.Wait()
+		unmountAll(t, mnt)
+		_ = os.RemoveAll(dir)
+	})
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		info, err := os.ReadFile("/proc/self/mountinfo")
+		return err == nil && strings.Contains(string(info), " "+mnt+" "), nil
+	})
+	if err != nil {
+		t.Fatalf("the host FUSE daemon did not mount %s within 10 s", mnt)
+	}
+	return mnt
 }
 
 func muImage(version int) string {
@@ -128,6 +176,34 @@ func muUpgrade(ctx context.Context, t testing.TB, c *framework.Cluster, args ...
 	}
 	t.Fatalf("running the upgrade script: %v\n%s", err, out)
 	return "", -1
+}
+
+// muNodeSnapshot is what an upgrade run may change on the node: its
+// taints, whether it is cordoned, and its pods (namespace/name to UID; the
+// mount pod among them), leaving out pods already being deleted.
+type muNodeSnapshot struct {
+	Taints        []corev1.Taint
+	Unschedulable bool
+	Pods          map[string]types.UID
+}
+
+func muSnapshotNode(ctx context.Context, t testing.TB, c *framework.Cluster) muNodeSnapshot {
+	t.Helper()
+	node, err := c.Client.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods, err := c.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + c.NodeName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := muNodeSnapshot{Taints: node.Spec.Taints, Unschedulable: node.Spec.Unschedulable, Pods: map[string]types.UID{}}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			s.Pods[p.Namespace+"/"+p.Name] = p.UID
+		}
+	}
+	return s
 }
 
 func muTainted(ctx context.Context, t testing.TB, c *framework.Cluster) bool {

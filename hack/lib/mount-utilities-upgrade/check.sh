@@ -17,6 +17,9 @@ MU_OLD_REV=""
 MU_NEW_POD=""
 MU_NEW_READY=0
 MU_NEW_IMAGES=""
+MU_FUSE_OUTSIDE_SAID=""
+MU_FUSE_UNKNOWN_SAID=0
+MU_FUSE_HOSTPID_SAID=0
 MU_FLEX=()
 MU_INTREE=()
 
@@ -163,21 +166,66 @@ mu::scan_in_use() {
   mu::scan_fuse_mounts
 }
 
-# mu::scan_fuse_mounts adds to in-use.tsv the FUSE mounts in the old mount
-# pod's mount table: their daemons run in that pod and die with it. A
-# volume's pod object is gone before the kubelet has unmounted it (and
-# volumes that do not attach never show in status.volumesInUse), so this is
-# what says that the unmount has happened. The pod needs cat.
+# mu::scan_fuse_mounts adds to in-use.tsv the FUSE mounts whose daemon runs
+# in the old mount pod: they die with it. A volume's pod object is gone
+# before the kubelet has unmounted it (and volumes that do not attach never
+# show in status.volumesInUse), so this is what says that the unmount has
+# happened. It runs MU_POD_FUSE_PROBE in the container the kubelet uses
+# (annotation mount.kubernetes.io/container, else the first), which needs
+# sh and cat there. A FUSE mount counts when a process of that container
+# holds a /dev/fuse descriptor of its connection (fdinfo "fuse_connection",
+# the mount's device number); FUSE mounts that propagated in from the host
+# (FUSE-based CSI drivers, say) have their daemon elsewhere and do not
+# count. If it cannot tell (a kernel that does not name the connection,
+# before Linux 6.16, or a descriptor whose connection matches no FUSE
+# mount), every FUSE mount counts.
+# If the table cannot be read, the run stops: without it the script cannot
+# tell whether a FUSE volume is still in use.
 mu::scan_fuse_mounts() {
   [[ -n ${MU_OLD_POD:-} ]] || return 0
-  if ! mu::kubectl exec -n "${MU_NAMESPACE}" "${MU_OLD_POD}" -- cat /proc/self/mountinfo \
-    >"${MU_TMP}/mountinfo" 2>"${MU_TMP}/exec.err"; then
-    mu::warn "cannot read the mount table of ${MU_OLD_POD}: $(tail -n 1 "${MU_TMP}/exec.err")"
-    return 0
+  local probe=${MU_TMP}/pod-mounts container rc=0
+  if ((MU_FUSE_HOSTPID_SAID == 0)) && jq -e '.spec.hostPID == true' "${MU_TMP}/old-pod.json" >/dev/null; then
+    mu::warn "${MU_OLD_POD} runs with hostPID: it sees every FUSE daemon of the node, so FUSE mounts served from the host count too"
+    MU_FUSE_HOSTPID_SAID=1
   fi
-  # mountinfo: field 5 is the mount point; after the "-" field, the type.
-  awk '{ for (i = 7; i <= NF; i++) if ($i == "-") { if ($(i + 1) ~ /^fuse/) printf "fuse\t%s\n", $5; break } }' \
-    "${MU_TMP}/mountinfo" >>"${MU_TMP}/in-use.tsv"
+  container=$(jq -r '.metadata.annotations["mount.kubernetes.io/container"] // .spec.containers[0].name // ""' \
+    "${MU_TMP}/old-pod.json")
+  mu::kubectl exec -n "${MU_NAMESPACE}" "${MU_OLD_POD}" ${container:+-c "${container}"} -- sh -c "${MU_POD_FUSE_PROBE}" \
+    >"${probe}" 2>"${MU_TMP}/exec.err" || rc=$?
+  if ((rc != 0)) || ! grep -qx '#fuse-fds' "${probe}" || ! grep -q ' - ' "${probe}"; then
+    mu::mount_table_unreadable "${container}" \
+      "$( ((rc == 0)) && echo "no mount table in the output" || tail -n 2 "${MU_TMP}/exec.err" | tr '\n' ' ')"
+  fi
+  awk -v tsv="${MU_TMP}/in-use.tsv" -v outside="${MU_TMP}/fuse-outside" -v unknown="${MU_TMP}/fuse-unknown" \
+    "${MU_AWK_POD_FUSE}" "${probe}"
+  local why
+  why=$(cat "${MU_TMP}/fuse-unknown")
+  if [[ -n ${why} ]] && ((MU_FUSE_UNKNOWN_SAID == 0)); then
+    if [[ ${why} == kernel ]]; then
+      why="the kernel does not say which FUSE connection a daemon of ${MU_OLD_POD} serves (fdinfo has no fuse_connection before Linux 6.16)"
+    else
+      why="a /dev/fuse descriptor in ${MU_OLD_POD} serves ${why}, which no FUSE mount of its mount table has"
+    fi
+    mu::warn "${why}: waiting for every FUSE mount in the pod, also those served from outside it"
+    MU_FUSE_UNKNOWN_SAID=1
+  fi
+  local outside_now
+  outside_now=$(cat "${MU_TMP}/fuse-outside")
+  if [[ -n ${outside_now} && ${outside_now} != "${MU_FUSE_OUTSIDE_SAID:-}" ]]; then
+    mu::say "not waiting for these FUSE mounts: their daemon runs outside ${MU_OLD_POD} (it does not die with the pod):"
+    sed 's/^/  /' <<<"${outside_now}"
+  fi
+  MU_FUSE_OUTSIDE_SAID=${outside_now}
+}
+
+# mu::mount_table_unreadable CONTAINER REASON stops the run (exit 1): it
+# removes its own taint if it set one and never deletes the pod.
+mu::mount_table_unreadable() {
+  printf '[%s] cannot read the mount table of %s/%s (container %s): %s\n' \
+    "${MU_NODE}" "${MU_NAMESPACE}" "${MU_OLD_POD}" "${1:-?}" "$2" >&2
+  mu::untaint_after_failure "nothing was changed"
+  mu::fail "${MU_EXIT_FAILED}" "stopped: without the mount table of ${MU_OLD_POD} the script cannot tell whether a FUSE daemon in it still serves a volume; ${MU_OLD_POD} was not deleted" \
+    "the script needs create on pods/exec in ${MU_NAMESPACE}, and sh and cat in the pod's image; fix that and run it again"
 }
 
 # mu::describe_in_use [tolerating] prints in-use.tsv for people (only the

@@ -1,7 +1,9 @@
 # shellcheck shell=bash disable=SC2016,SC2034 # jq $names; variables read in the other files
-# kubectl wrappers and jq programs of hack/mount-utilities-upgrade.sh.
-# Sourced by hack/mount-utilities-upgrade.sh (not run).
-# The jq programs below are single-quoted: their $names are jq's.
+# kubectl wrappers, jq and awk programs of hack/mount-utilities-upgrade.sh,
+# and the probe it runs in the old mount pod. Sourced by
+# hack/mount-utilities-upgrade.sh (not run).
+# The programs below are single-quoted: their $names are jq's, awk's or the
+# pod shell's.
 
 mu::kubectl() { "${KUBECTL}" "$@"; }
 
@@ -101,3 +103,48 @@ readonly MU_JQ_MOUNT_PODS='
     ([.spec.containers[].image] | join(",")) ]
 | @tsv'
 
+
+# Run by sh in the old mount pod: its mount table, the line "#fuse-fds",
+# then one line per /dev/fuse descriptor of the container's processes:
+#   /proc/PID/fd/FD CONNECTION
+# CONNECTION is the fdinfo's fuse_connection (the kernel's dev_t of the
+# FUSE mount it serves), "-" when the fdinfo has none (a kernel before
+# 6.16, or a descriptor not mounted yet). It exits non-zero if cat fails.
+readonly MU_POD_FUSE_PROBE='cat /proc/self/mountinfo || exit 1
+echo "#fuse-fds"
+for f in /proc/[0-9]*/fd/*; do
+  [ "$f" -ef /dev/fuse ] || continue
+  c=-
+  while read -r k v; do [ "$k" = fuse_connection: ] && c=$v; done <"${f%/fd/*}/fdinfo/${f##*/}"
+  echo "$f $c"
+done 2>/dev/null
+exit 0'
+
+# Reads MU_POD_FUSE_PROBE's output; for each FUSE mount (type fuse, fuse.*,
+# fuseblk) writes "fuse<TAB>MOUNTPOINT" to the file tsv when a descriptor of
+# the pod serves its connection (MAJOR:MINOR as the kernel's dev_t,
+# MAJOR * 2^20 + MINOR), "MOUNTPOINT" to outside when none does. When it
+# cannot tell, it counts every FUSE mount and writes why to unknown:
+# "kernel" (the pod holds /dev/fuse but no fdinfo names a connection) or
+# "connection N" (a descriptor serves a connection that no FUSE mount of
+# the table has, so the numbers cannot be trusted to match).
+readonly MU_AWK_POD_FUSE='
+$0 == "#fuse-fds" { fds = 1; next }
+fds { nfd++; if ($2 == "-") next; named = 1; served[$2] = 1; next }
+{
+  for (i = 7; i <= NF; i++) if ($i == "-") {
+    if ($(i + 1) ~ /^fuse/) { split($3, d, ":"); n++; dev[n] = (d[1] * 1048576 + d[2]) ""; mp[n] = $5; isdev[dev[n]] = 1 }
+    break
+  }
+}
+END {
+  printf "" >outside; printf "" >unknown
+  why = ""
+  if (nfd > 0 && !named) why = "kernel"
+  for (c in served) if (!(c in isdev)) why = "connection " c
+  for (k = 1; k <= n; k++) {
+    if (dev[k] in served || why != "") printf "fuse\t%s\n", mp[k] >>tsv
+    else print mp[k] >>outside
+  }
+  if (why != "" && n > 0) print why >unknown
+}'
