@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/kubernetes/pkg/volume"
 	"k8s.io/mount-utils"
+	utilexec "k8s.io/utils/exec"
 
 	"github.com/nodeplug/nodeplug/pkg/flexvolume/driver"
 )
@@ -105,7 +106,14 @@ func (a *attacher) MountDevice(spec *volume.Spec, devicePath, deviceMountPath st
 	if opts.ReadOnly {
 		mode = "ro"
 	}
-	fm := &mount.SafeFormatAndMount{Interface: a.host.GetMounter(), Exec: a.src.runner}
+	// With mount pods, blkid and mkfs run where the driver runs.
+	exec := a.src.runner
+	if r, ok := exec.(interface {
+		ForPlugin(string) utilexec.Interface
+	}); ok {
+		exec = r.ForPlugin(a.entry.Name)
+	}
+	fm := &mount.SafeFormatAndMount{Interface: a.host.GetMounter(), Exec: exec}
 	if err := fm.FormatAndMount(devicePath, deviceMountPath, opts.FSType, []string{mode}); err != nil {
 		return fmt.Errorf("formatting and mounting %s at %s: %w", devicePath, deviceMountPath, err)
 	}

@@ -135,6 +135,12 @@ func (f *flexExec) Command(cmd string, args ...string) utilexec.Cmd {
 }
 
 func (f *flexExec) CommandContext(ctx context.Context, execPath string, args ...string) utilexec.Cmd {
+	if !filepath.IsAbs(execPath) {
+		// A utility, not a driver (blkid or mkfs of SafeFormatAndMount
+		// given this runner): the host's, as before mount pods. Callers that
+		// know the driver use ForPlugin instead.
+		return f.r.hostCommand(ctx, "", execPath, args)
+	}
 	dirName := filepath.Base(filepath.Dir(execPath))
 	drv := utilstrings.UnescapeQualifiedName(dirName)
 	t, err := f.r.find(drv, flexNodeArg(args))
@@ -166,6 +172,11 @@ func (f *flexExec) servedByPodsOnly(execPath string) bool {
 }
 
 func (f *flexExec) LookPath(file string) (string, error) { return f.r.host.LookPath(file) }
+
+// ForPlugin returns the Router's VolumeExec of plugin: the utilities a
+// flexvolume driver's in-tree fallbacks need (formatting when a driver
+// does not support mountdevice) run in the pod that serves the driver.
+func (f *flexExec) ForPlugin(plugin string) utilexec.Interface { return f.r.ForPlugin(plugin) }
 
 // nodePreferring is a Finder that can prefer one node's pods (a
 // cluster-wide finder in the controller-manager).
