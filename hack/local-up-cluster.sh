@@ -87,37 +87,43 @@ MSG
   trap - EXIT
 }
 
-# up_nodes STARTED: the rest of main for NODES > 1. The nodes' namespaces
-# and containerds come first, the control plane next; the images go into
-# every node's containerd while the apiserver starts.
+# up_nodes STARTED: the rest of main for NODES > 1. The nodes are created
+# and started at the same time: each gets its namespaces, its containerd,
+# then its kubelet and kube-proxy (which wait for the apiserver), then the
+# images, while etcd and the apiserver start on the host.
 up_nodes() {
-  local started=$1 i imports=() names=() nodes=()
+  local started=$1 i jobs=() names=() nodes=()
   mkdir -p "${NODES_DIR}"
   for ((i = 1; i <= NODES; i++)); do
     np::nodes::write_configs "${i}"
     names+=("$(np::nodes::name "${i}")")
     nodes+=("node/$(np::nodes::name "${i}")")
   done
+  NODES_KUBELET_PATH=$(np::cluster::kubelet_path)
   local launched=${SECONDS}
   np::nodes::host_setup
   for ((i = 1; i <= NODES; i++)); do
-    np::nodes::create "${i}" "${NODES}"
-    np::nodes::start_containerd "${i}"
+    (np::nodes::create "${i}" "${NODES}"; np::nodes::start_containerd "${i}") &
+    jobs+=($!)
   done
   np::cluster::start_etcd
+  wait_jobs "creating the nodes" "${jobs[@]}"
+  jobs=()
   for ((i = 1; i <= NODES; i++)); do
-    np::nodes::await_containerd "${i}"
-    np::nodes::import "${i}" &
-    imports+=($!)
+    (
+      np::nodes::await_containerd "${i}"
+      np::nodes::start_kubelet "${i}"
+      np::nodes::start_kube_proxy "${i}"
+      np::nodes::import "${i}"
+    ) &
+    jobs+=($!)
   done
   np::cluster::start_apiserver
   mount_pod_rbac
-  for ((i = 1; i <= NODES; i++)); do
-    np::nodes::start_kubelet "${i}"
-    np::nodes::start_kube_proxy "${i}"
-  done
   np::cluster::start_scheduler
   np::cluster::start_controller_manager
+  wait_jobs "starting the nodes' kubelets and kube-proxies and importing the images" "${jobs[@]}"
+  np::log "images imported into every node"
   for ((i = 1; i <= NODES; i++)); do
     np::nodes::await_healthz "${i}" kubelet 10248
   done
@@ -127,10 +133,6 @@ up_nodes() {
   for ((i = 1; i <= NODES; i++)); do
     np::nodes::await_healthz "${i}" kube-proxy 10256
   done
-  for i in "${imports[@]}"; do
-    wait "${i}" || np::die "importing the images into a node failed" "see the error above"
-  done
-  np::log "images imported into every node"
   np::wait_for 60 "default service account" kubectl get serviceaccount default ||
     np::die "the default service account was not created" "see ${LOCAL_UP_DIR}/logs/kube-controller-manager.log"
   smoke_pods "${names[@]}"
@@ -142,6 +144,17 @@ Local cluster is up with ${NODES} nodes (${names[*]}; all Ready ${ready} s after
 Logs: ${LOCAL_UP_DIR}/logs   Stop it with: make local-down
 MSG
   echo "${ready}" >"${LOCAL_UP_DIR}/node-ready-seconds"
+}
+
+# wait_jobs WHAT PID...: waits for the background jobs PID..., and fails
+# if one failed (it printed why).
+wait_jobs() {
+  local what=$1 pid rc=0
+  shift
+  for pid in "$@"; do
+    wait "${pid}" || rc=1
+  done
+  ((rc == 0)) || np::die "${what} failed" "see the errors above and ${LOCAL_UP_DIR}/logs"
 }
 
 # half_up tells, when local-up fails after it has started creating state,

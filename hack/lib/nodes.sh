@@ -167,7 +167,8 @@ KC
 }
 
 # np::nodes::cgroup_root I: creates node I's cgroup root (the kubelet needs
-# it to exist) in every cgroup v1 hierarchy, recording each for local-down.
+# it to exist) in every cgroup v1 hierarchy; local-down finds them by the
+# node's name.
 np::nodes::cgroup_root() {
   local name h d
   name=$(np::nodes::name "$1")
@@ -175,7 +176,6 @@ np::nodes::cgroup_root() {
     [[ -d "${h}" && ! -L "${h}" && -f "${h}/cgroup.procs" && "${h}" != */unified ]] || continue
     d=${h}/${name}
     [[ -d "${d}" ]] || mkdir "${d}"
-    echo "${d}" >>"${NODES_DIR}/cgroups"
     if [[ -f "${h}/cpuset.cpus" ]]; then
       cat "${h}/cpuset.cpus" >"${d}/cpuset.cpus"
       cat "${h}/cpuset.mems" >"${d}/cpuset.mems"
@@ -349,13 +349,25 @@ np::nodes::leftovers() {
       ip link show "${line}" >/dev/null 2>&1 && echo "link ${line}"
     done <"${NODES_DIR}/${f}"
   done
-  for f in cgroups host-dirs; do
-    [[ -f "${NODES_DIR}/${f}" ]] || continue
+  for line in $(np::nodes::cgroups); do
+    echo "cgroup ${line}"
+  done
+  if [[ -f "${NODES_DIR}/host-dirs" ]]; then
     while read -r line; do
       [[ -d "${line}" ]] && echo "directory ${line}"
-    done <"${NODES_DIR}/${f}"
-  done
+    done <"${NODES_DIR}/host-dirs"
+  fi
   return 0
+}
+
+# np::nodes::cgroups prints the nodes' cgroup roots that exist, in every
+# hierarchy (the cgroup v2 one of a hybrid host too, where runc adds them).
+np::nodes::cgroups() {
+  local f
+  for f in "${NODES_DIR}"/*/name; do
+    [[ -f "${f}" ]] || continue
+    ls -d /sys/fs/cgroup/*/"$(cat "${f}")" 2>/dev/null || true
+  done
 }
 
 # np::nodes::cleanup removes what the nodes added to the host, once their
@@ -366,11 +378,9 @@ np::nodes::leftovers() {
 np::nodes::cleanup() {
   [[ -d "${NODES_DIR}" ]] || return 0
   local line
-  if [[ -f "${NODES_DIR}/cgroups" ]]; then
-    while read -r line; do
-      [[ ! -d "${line}" ]] || find "${line}" -depth -type d -exec rmdir {} \; 2>/dev/null || true
-    done <"${NODES_DIR}/cgroups"
-  fi
+  for line in $(np::nodes::cgroups); do
+    find "${line}" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+  done
   for line in $(cat "${NODES_DIR}/veths" "${NODES_DIR}/bridge" 2>/dev/null); do
     ip link del "${line}" >/dev/null 2>&1 || true
   done
