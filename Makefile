@@ -14,7 +14,7 @@ build: ## Build every binary into _output/bin.
 	hack/build.sh
 
 .PHONY: local-up
-local-up: ## Bring up a real single-node cluster running nodeplug's kubelet and kube-controller-manager.
+local-up: ## Bring up a real cluster running nodeplug's kubelet and kube-controller-manager (NODES=3: three nodes).
 	hack/local-up-cluster.sh
 
 .PHONY: local-down

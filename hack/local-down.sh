@@ -11,6 +11,7 @@ set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 source "${NODEPLUG_ROOT}/hack/lib/cluster.sh"
 source "${NODEPLUG_ROOT}/hack/lib/netfilter.sh"
+source "${NODEPLUG_ROOT}/hack/lib/nodes.sh"
 
 # stop NAME: SIGTERM, wait up to 30 s, then SIGKILL.
 stop() {
@@ -29,10 +30,11 @@ stop() {
   np::log "stopped ${name}"
 }
 
-# stop_containers kills every container of our containerd while it runs.
+# stop_containers [NAME SOCKET] kills every container of our containerd
+# (or of the containerd NAME listening on SOCKET) while it runs.
 stop_containers() {
-  np::cluster::alive containerd || return 0
-  local c=(ctr --address "${CONTAINERD_SOCK}" -n k8s.io) id
+  np::cluster::alive "${1:-containerd}" || return 0
+  local c=(ctr --address "${2:-${CONTAINERD_SOCK}}" -n k8s.io) id
   for id in $("${c[@]}" tasks ls -q 2>/dev/null); do
     timeout 10 "${c[@]}" tasks kill -s SIGKILL "${id}" >/dev/null 2>&1 || true
   done
@@ -41,6 +43,31 @@ stop_containers() {
   done
   for id in $("${c[@]}" containers ls -q 2>/dev/null); do
     timeout 10 "${c[@]}" containers delete "${id}" >/dev/null 2>&1 || true
+  done
+}
+
+# stop_node I: stops node I of a multi-node cluster: its kube-proxy,
+# kubelet, containers and containerd, then its init, which ends whatever
+# is left in the node (every process of its PID namespace).
+stop_node() {
+  local name
+  name=$(np::nodes::name "$1")
+  stop "kube-proxy-${name}"
+  stop "kubelet-${name}"
+  stop_containers "containerd-${name}" "$(np::nodes::sock "$1")"
+  stop "containerd-${name}"
+  stop "node-${name}"
+}
+
+# stop_nodes stops every node of a multi-node cluster, all at once.
+stop_nodes() {
+  local i jobs=()
+  for i in $(np::nodes::indexes); do
+    stop_node "${i}" &
+    jobs+=($!)
+  done
+  for i in "${jobs[@]}"; do
+    wait "${i}" || true
   done
 }
 
@@ -146,6 +173,7 @@ check_clean() {
   done
   [[ -n "$(pod_processes)" ]] && left+=("pod processes: $(pod_processes | tr '\n' ' ')")
   [[ -n "$(attached "${loops}")" ]] && left+=("loop devices: $(attached "${loops}" | tr '\n' ' ')")
+  [[ -n "$(np::nodes::leftovers)" ]] && left+=("of the nodes: $(np::nodes::leftovers | tr '\n' ';')")
   awk -v d="${LOCAL_UP_DIR}" '$5 == d || index($5, d "/") == 1 {found=1} END {exit !found}' /proc/self/mountinfo &&
     left+=("mounts below ${LOCAL_UP_DIR}")
   ip link show "${CNI_BRIDGE}" >/dev/null 2>&1 && left+=("bridge ${CNI_BRIDGE}")
@@ -158,10 +186,11 @@ check_clean() {
 main() {
   [[ -d "${LOCAL_UP_DIR}" ]] || { np::log "no local cluster state in ${LOCAL_UP_DIR}; nothing to do"; return 0; }
   local loops
-  loops=$(our_loops)
+  loops=$(our_loops)$'\n'$(np::nodes::loops)
   stop kube-proxy
   stop kubelet
   stop_containers
+  stop_nodes
   stop kube-controller-manager
   stop kube-scheduler
   stop kube-apiserver
@@ -169,6 +198,7 @@ main() {
   stop containerd
   kill_shims
   kill_pod_processes
+  np::nodes::cleanup
   detach_loops "${loops}"
   unmount_all
   remove_netns

@@ -7,7 +7,11 @@
 # runs. If it fails half way, the processes it started keep running for
 # inspection; 'make local-down' removes everything.
 #
-# Environment: NODE_NAME, KUBELET_EXTRA_FLAGS, KCM_EXTRA_FLAGS,
+# With NODES=N (N > 1) it brings up N nodes instead, each in Linux
+# namespaces of its own (hack/lib/nodes.sh, docs/local-cluster.md), with the
+# control plane on the host; NODES=1 (the default) runs the node on the host.
+#
+# Environment: NODES, NODE_NAME, KUBELET_EXTRA_FLAGS, KCM_EXTRA_FLAGS,
 # SKIP_BUILD=1 (reuse ${BIN_DIR}), LOCAL_UP_DIR.
 set -o errexit -o nounset -o pipefail
 
@@ -18,12 +22,14 @@ source "${NODEPLUG_ROOT}/hack/lib/preflight.sh"
 source "${NODEPLUG_ROOT}/hack/lib/pki.sh"
 source "${NODEPLUG_ROOT}/hack/lib/images.sh"
 source "${NODEPLUG_ROOT}/hack/lib/netfilter.sh"
+source "${NODEPLUG_ROOT}/hack/lib/nodes.sh"
 
 export KUBECONFIG=${LOCAL_UP_DIR}/pki/admin.kubeconfig
 kubectl() { "${BIN_DIR}/kubectl" "$@"; }
 
 main() {
   local started=${SECONDS}
+  [[ "${NODES}" =~ ^[1-9][0-9]?$ ]] || np::die "NODES=${NODES} is not a number of nodes" "use NODES=1 (the default), 2, 3, ..."
   np::preflight::root
   mkdir -p "${OUT_DIR}"
   np::preflight::stale
@@ -47,6 +53,11 @@ main() {
   mkdir -p "${SHARED_DIR}"
   mount --bind "${SHARED_DIR}" "${SHARED_DIR}"
   mount --make-rshared "${SHARED_DIR}"
+  if ((NODES > 1)); then
+    up_nodes "${started}"
+    trap - EXIT
+    return
+  fi
 
   local launched=${SECONDS}
   np::cluster::start_containerd
@@ -74,6 +85,76 @@ Logs: ${LOCAL_UP_DIR}/logs   Stop it with: make local-down
 MSG
   echo "${ready}" >"${LOCAL_UP_DIR}/node-ready-seconds"
   trap - EXIT
+}
+
+# up_nodes STARTED: the rest of main for NODES > 1. The nodes are created
+# and started at the same time: each gets its namespaces, its containerd,
+# then its kubelet and kube-proxy (which wait for the apiserver), then the
+# images, while etcd and the apiserver start on the host.
+up_nodes() {
+  local started=$1 i jobs=() names=() nodes=()
+  mkdir -p "${NODES_DIR}"
+  for ((i = 1; i <= NODES; i++)); do
+    np::nodes::write_configs "${i}"
+    names+=("$(np::nodes::name "${i}")")
+    nodes+=("node/$(np::nodes::name "${i}")")
+  done
+  NODES_KUBELET_PATH=$(np::cluster::kubelet_path)
+  local launched=${SECONDS}
+  np::nodes::host_setup
+  for ((i = 1; i <= NODES; i++)); do
+    (np::nodes::create "${i}" "${NODES}"; np::nodes::start_containerd "${i}") &
+    jobs+=($!)
+  done
+  np::cluster::start_etcd
+  wait_jobs "creating the nodes" "${jobs[@]}"
+  jobs=()
+  for ((i = 1; i <= NODES; i++)); do
+    (
+      np::nodes::await_containerd "${i}"
+      np::nodes::start_kubelet "${i}"
+      np::nodes::start_kube_proxy "${i}"
+      np::nodes::import "${i}"
+    ) &
+    jobs+=($!)
+  done
+  np::cluster::start_apiserver
+  mount_pod_rbac
+  np::cluster::start_scheduler
+  np::cluster::start_controller_manager
+  wait_jobs "starting the nodes' kubelets and kube-proxies and importing the images" "${jobs[@]}"
+  np::log "images imported into every node"
+  for ((i = 1; i <= NODES; i++)); do
+    np::nodes::await_healthz "${i}" kubelet 10248
+  done
+  np::wait_for 120 "nodes ${names[*]}" kubectl wait --for=condition=Ready "${nodes[@]}" --timeout=1s ||
+    np::die "not every node became Ready" "kubectl get nodes; see ${LOCAL_UP_DIR}/logs/kubelet-*.log"
+  local ready=$((SECONDS - launched))
+  for ((i = 1; i <= NODES; i++)); do
+    np::nodes::await_healthz "${i}" kube-proxy 10256
+  done
+  np::wait_for 60 "default service account" kubectl get serviceaccount default ||
+    np::die "the default service account was not created" "see ${LOCAL_UP_DIR}/logs/kube-controller-manager.log"
+  smoke_pods "${names[@]}"
+  cat <<MSG
+
+Local cluster is up with ${NODES} nodes (${names[*]}; all Ready ${ready} s after launch, $((SECONDS - started)) s in all).
+  export KUBECONFIG=${KUBECONFIG}
+  export PATH=${BIN_DIR}:\$PATH
+Logs: ${LOCAL_UP_DIR}/logs   Stop it with: make local-down
+MSG
+  echo "${ready}" >"${LOCAL_UP_DIR}/node-ready-seconds"
+}
+
+# wait_jobs WHAT PID...: waits for the background jobs PID..., and fails
+# if one failed (it printed why).
+wait_jobs() {
+  local what=$1 pid rc=0
+  shift
+  for pid in "$@"; do
+    wait "${pid}" || rc=1
+  done
+  ((rc == 0)) || np::die "${what} failed" "see the errors above and ${LOCAL_UP_DIR}/logs"
 }
 
 # half_up tells, when local-up fails after it has started creating state,
@@ -113,6 +194,30 @@ YAML
   np::wait_for 90 "smoke pod" bash -c "[[ \$('${BIN_DIR}/kubectl' get pod local-up-smoke -o jsonpath='{.status.phase}') == Succeeded ]]" ||
     np::die "a busybox pod did not run to completion" "kubectl describe pod local-up-smoke; see ${LOCAL_UP_DIR}/logs/kubelet.log"
   kubectl delete pod local-up-smoke --wait=false >/dev/null
+}
+
+# smoke_pods NODE...: a busybox pod runs to completion on each node.
+smoke_pods() {
+  local node pod pods=()
+  for node in "$@"; do
+    kubectl apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: local-up-smoke-${node}, namespace: default}
+spec:
+  nodeName: ${node}
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 0
+  containers:
+  - {name: c, image: ${BUSYBOX_IMAGE}, imagePullPolicy: Never, command: ["true"]}
+YAML
+    pods+=("local-up-smoke-${node}")
+  done
+  for pod in "${pods[@]}"; do
+    np::wait_for 90 "smoke pod ${pod}" bash -c "[[ \$('${BIN_DIR}/kubectl' get pod ${pod} -o jsonpath='{.status.phase}') == Succeeded ]]" ||
+      np::die "a busybox pod did not run to completion" "kubectl describe pod ${pod}; see ${LOCAL_UP_DIR}/logs/kubelet-*.log"
+  done
+  kubectl delete pod "${pods[@]}" --wait=false >/dev/null
 }
 
 main "$@"

@@ -8,7 +8,10 @@
 #   killed run:    every process of a running cluster (with a pod and a loop
 #                  device) is SIGKILLed; local-up cleans up and starts again.
 # After each, local-down must leave no process, mount, loop device, network
-# namespace, pod cgroup process or iptables rule of the cluster behind.
+# namespace, pod cgroup process or iptables rule of the cluster behind, and
+# with several nodes no bridge, veth, route, cgroup root or mount-point
+# directory of the nodes. Every case runs with one node and with three
+# (FAULTS_NODES="1 3").
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 # A cluster directory of its own, so that a failure here never touches the
@@ -18,6 +21,7 @@ export LOCAL_UP_DIR SKIP_BUILD=1 KUBELET_EXTRA_FLAGS="" KCM_EXTRA_FLAGS="" KUBEL
 source "${NODEPLUG_ROOT}/hack/lib/cluster.sh"
 source "${NODEPLUG_ROOT}/hack/lib/netfilter.sh"
 source "${NODEPLUG_ROOT}/hack/lib/images.sh"
+source "${NODEPLUG_ROOT}/hack/lib/nodes.sh"
 
 WORK=$(mktemp -d /tmp/np-faults.XXXXXX)
 holder=""
@@ -45,8 +49,26 @@ expect_clean() {
   [[ "$(ls /run/netns 2>/dev/null)" == "$(cat "${WORK}/netns")" ]] || left+=("network namespaces: $(ls /run/netns | tr '\n' ' ')")
   [[ -z "$(np::netfilter::added "${WORK}/iptables")" ]] || left+=("iptables: $(np::netfilter::added "${WORK}/iptables" | head -n 3 | tr '\n' ';')")
   [[ -z "$(cat "${WORK}/pod-pids" 2>/dev/null | xargs -r ps -o pid= -p 2>/dev/null)" ]] || left+=("pod processes")
+  [[ "$(host_state)" == "$(cat "${WORK}/host-state")" ]] ||
+    left+=("of the nodes: $(diff <(cat "${WORK}/host-state") <(host_state) | grep '^>' | tr '\n' ';')")
   ((${#left[@]} == 0)) || fail "${name}: local-down left ${left[*]}"
   np::log "local-up-faults_test: ${name}: local-down left nothing behind"
+}
+
+# host_state prints what nodes add to the host: links (the bridge and
+# veths), routes, cgroup roots, and (NODES > 1) the mount points of
+# upstream's paths. With one node the kubelet itself creates
+# /var/lib/kubelet/device-plugins, a path upstream does not let it move.
+host_state() {
+  ip -o link show | awk '{print "link", $2}' | sed 's/@.*//'
+  ip -4 route show | sed 's/^/route /'
+  { ls -d /sys/fs/cgroup/*/"${NODE_NAME}"-* 2>/dev/null || true; } | sed 's/^/cgroup /'
+  local m
+  ((NODES > 1)) || return 0
+  for m in "${NODE_MOUNTS[@]}"; do
+    [[ -e "${m#*:}" ]] && echo "dir ${m#*:}"
+  done
+  return 0
 }
 
 # local_up NAME EXPECT_RC: runs local-up, keeps its output in ${WORK}/NAME.
@@ -66,49 +88,52 @@ port_taken() {
   socat TCP-LISTEN:10259,bind=127.0.0.1,reuseaddr,fork /dev/null &
   holder=$!
   np::wait_for 10 "a listener on port 10259" bash -c "ss -Htln 'sport = :10259' | grep -q ."
-  local_up port-taken 1
+  local name=port-taken-n${NODES}
+  local_up "${name}" 1
   kill "${holder}" && wait "${holder}" 2>/dev/null || true
   holder=""
-  expect_output port-taken "port 10259 is already in use by"
-  expect_output port-taken "socat"
-  [[ ! -e "${LOCAL_UP_DIR}" ]] || fail "port-taken: local-up created ${LOCAL_UP_DIR} before refusing"
-  expect_clean port-taken
+  expect_output "${name}" "port 10259 is already in use by"
+  expect_output "${name}" "socat"
+  [[ ! -e "${LOCAL_UP_DIR}" ]] || fail "${name}: local-up created ${LOCAL_UP_DIR} before refusing"
+  expect_clean "${name}"
 }
 
 half_way() {
-  KCM_EXTRA_FLAGS=--no-such-flag local_up half-way 1
-  expect_output half-way "kube-controller-manager exited during start-up"
-  expect_output half-way "unknown flag: --no-such-flag"
-  expect_output half-way "The local cluster is half up"
-  "${NODEPLUG_ROOT}/hack/local-down.sh" >"${WORK}/half-way-down.out" 2>&1 ||
-    fail "half-way: local-down failed" "$(tail -n 5 "${WORK}/half-way-down.out" | tr '\n' ' ')"
-  expect_clean half-way
+  local name=half-way-n${NODES}
+  KCM_EXTRA_FLAGS=--no-such-flag local_up "${name}" 1
+  expect_output "${name}" "kube-controller-manager exited during start-up"
+  expect_output "${name}" "unknown flag: --no-such-flag"
+  expect_output "${name}" "The local cluster is half up"
+  "${NODEPLUG_ROOT}/hack/local-down.sh" >"${WORK}/${name}-down.out" 2>&1 ||
+    fail "${name}: local-down failed" "$(tail -n 5 "${WORK}/${name}-down.out" | tr '\n' ' ')"
+  expect_clean "${name}"
 }
 
 # killed_run: a cluster with a running pod and a loop device in its
 # directory; every process it recorded is SIGKILLed, as a crash or an
 # OOM kill would leave it. local-up must clean that up and start again.
 killed_run() {
-  local pidfile dev
-  local_up killed-first 0
+  local pidfile dev name=killed-run-n${NODES}
+  local_up "${name}-first" 0
   kubectl run faults-pod --image="${BUSYBOX_IMAGE}" --image-pull-policy=Never --restart=Never --command -- sleep 3600 >/dev/null
-  kubectl wait --for=condition=Ready pod/faults-pod --timeout=90s >/dev/null || fail "killed-run: the pod did not become Ready"
+  kubectl wait --for=condition=Ready pod/faults-pod --timeout=90s >/dev/null || fail "${name}: the pod did not become Ready"
   truncate -s 16M "${LOCAL_UP_DIR}/shared/faults.img"
   dev=$(losetup -f --show "${LOCAL_UP_DIR}/shared/faults.img")
   echo "${dev} $(losetup -n -O BACK-INO "${dev}" | tr -d ' ')" >"${WORK}/loop"
   local uid
   uid=$(kubectl get pod faults-pod -o jsonpath='{.metadata.uid}')
   find /sys/fs/cgroup/pids -type d -name "pod${uid}" -exec find {} -name cgroup.procs \; | xargs -r cat >"${WORK}/pod-pids"
-  [[ -s "${WORK}/pod-pids" ]] || fail "killed-run: found no process of the pod's cgroup"
+  [[ -s "${WORK}/pod-pids" ]] || fail "${name}: found no process of the pod's cgroup"
   for pidfile in "${LOCAL_UP_DIR}"/pids/*; do
     kill -KILL "$(cat "${pidfile}")" 2>/dev/null || true
   done
   sleep 1
-  local_up killed-again 0
-  expect_output killed-again "cleaning up state left by a previous local cluster"
-  "${NODEPLUG_ROOT}/hack/local-down.sh" >"${WORK}/killed-down.out" 2>&1 ||
-    fail "killed-run: local-down failed" "$(tail -n 5 "${WORK}/killed-down.out" | tr '\n' ' ')"
-  expect_clean killed-run
+  local_up "${name}-again" 0
+  expect_output "${name}-again" "cleaning up state left by a previous local cluster"
+  "${NODEPLUG_ROOT}/hack/local-down.sh" >"${WORK}/${name}-down.out" 2>&1 ||
+    fail "${name}: local-down failed" "$(tail -n 5 "${WORK}/${name}-down.out" | tr '\n' ' ')"
+  expect_clean "${name}"
+  rm -f "${WORK}/loop" "${WORK}/pod-pids"
 }
 
 main() {
@@ -118,9 +143,14 @@ main() {
   "${NODEPLUG_ROOT}/hack/local-down.sh" >/dev/null 2>&1 || true
   np::netfilter::snapshot "${WORK}/iptables"
   ls /run/netns 2>/dev/null >"${WORK}/netns" || true
-  port_taken
-  half_way
-  killed_run
+  local case
+  for NODES in ${FAULTS_NODES:-1 3}; do
+    export NODES
+    for case in port_taken half_way killed_run; do
+      host_state >"${WORK}/host-state"
+      "${case}"
+    done
+  done
   np::log "local-up-faults_test: all cases passed"
 }
 

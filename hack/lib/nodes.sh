@@ -1,0 +1,393 @@
+#!/usr/bin/env bash
+# The nodes of a multi-node local cluster (NODES=N, N > 1; docs/local-cluster.md).
+# Each node is a set of new Linux namespaces on this machine: network, mount,
+# PID (hack/tools/nodeinit is its PID 1) and UTS (the node's name). Its
+# containerd, kubelet and kube-proxy run in them, started with nsenter. The
+# control plane runs on the host as with one node. Everything a node owns is
+# below ${LOCAL_UP_DIR}/nodes/<name>; what a node adds to the host (the
+# bridge, the veth pairs, the routes, the kubelets' cgroup roots, empty mount
+# points for upstream's default paths) is listed there for local-down.
+# Source it after cluster.sh.
+
+NODES=${NODES:-1}
+# The bridge on the host that joins the nodes, and the nodes' network
+# (TEST-NET-2, RFC 5737, so never a real network): the host is .1, node i
+# is .(10+i). Node i's pods get 10.88.i.0/24, a part of ${POD_CIDR}.
+NODE_BRIDGE=nodeplug-nodes
+NODE_NET=198.51.100
+NODE_HOST_IP=${NODE_NET}.1
+NODES_DIR=${LOCAL_UP_DIR}/nodes
+# What each node mounts over upstream's default paths in its own mount
+# namespace: "<directory in the node's dir>:<path in the node>". /run holds
+# the node's runtime state (containerd's shims, runc, the pods' network
+# namespaces in /run/netns), so that none of it lands in the host's /run.
+NODE_MOUNTS=(kubelet:/var/lib/kubelet
+  flexvolume:/usr/libexec/kubernetes/kubelet-plugins/volume/exec
+  disks:/mnt/disks tmp:/tmp run:/run)
+
+np::nodes::name() { echo "${NODE_NAME}-$1"; }
+np::nodes::ip() { echo "${NODE_NET}.$((10 + $1))"; }
+np::nodes::pod_cidr() { echo "10.88.$1.0/24"; }
+np::nodes::dir() { echo "${NODES_DIR}/$(np::nodes::name "$1")"; }
+np::nodes::sock() { echo "$(np::nodes::dir "$1")/containerd.sock"; }
+# np::nodes::indexes prints the indexes of the nodes that local-up created
+# (from their directories), so local-down needs no NODES.
+np::nodes::indexes() {
+  local d
+  for d in "${NODES_DIR}"/*/index; do
+    [[ -f "${d}" ]] && cat "${d}"
+  done
+  return 0
+}
+# np::nodes::init_pid I: the host PID of node I's init, if it runs.
+np::nodes::init_pid() { np::cluster::pid "node-$(np::nodes::name "$1")"; }
+# np::nodes::in I COMMAND...: runs COMMAND in all of node I's namespaces.
+np::nodes::in() {
+  local pid
+  pid=$(np::nodes::init_pid "$1") || { np::warn "node $(np::nodes::name "$1") is not running"; return 1; }
+  shift
+  nsenter --target "${pid}" --mount --net --uts --pid -- "$@"
+}
+
+# np::nodes::mkdir_host DIR: creates DIR on the host if missing, recording
+# each directory it creates so that local-down removes them again.
+np::nodes::mkdir_host() {
+  local dir=$1 missing=()
+  while [[ ! -e "${dir}" ]]; do
+    missing=("${dir}" "${missing[@]}")
+    dir=$(dirname "${dir}")
+  done
+  for dir in "${missing[@]}"; do
+    mkdir "${dir}" && echo "${dir}" >>"${NODES_DIR}/host-dirs"
+  done
+  return 0
+}
+
+# np::nodes::write_configs I: node I's containerd, CNI, kubelet and
+# kube-proxy configurations, and its certificates and kubeconfigs.
+np::nodes::write_configs() {
+  local i=$1 name dir ip pki=${LOCAL_UP_DIR}/pki
+  name=$(np::nodes::name "${i}") dir=$(np::nodes::dir "${i}") ip=$(np::nodes::ip "${i}")
+  mkdir -p "${dir}"/{cni,pod-logs,containerd} "${dir}"/{kubelet,flexvolume,disks,tmp,run}
+  chmod 1777 "${dir}/tmp"
+  echo "${i}" >"${dir}/index"
+  echo "${name}" >"${dir}/name"
+  cat >"${dir}/containerd.toml" <<TOML
+version = 2
+root = "${dir}/containerd/root"
+state = "${dir}/containerd/state"
+[grpc]
+  address = "${dir}/containerd.sock"
+[ttrpc]
+  address = "${dir}/containerd.sock.ttrpc"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "${PAUSE_IMAGE}"
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "${dir}/cni"
+TOML
+  cat >"${dir}/cni/10-nodeplug.conflist" <<JSON
+{"cniVersion": "1.0.0", "name": "nodeplug", "plugins": [
+  {"type": "bridge", "bridge": "${CNI_BRIDGE}", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+   "ipam": {"type": "host-local", "dataDir": "${dir}/ipam", "ranges": [[{"subnet": "$(np::nodes::pod_cidr "${i}")"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+  {"type": "portmap", "capabilities": {"portMappings": true}}
+]}
+JSON
+  # Upstream's defaults for the root dir and the flex plugin dir (both are
+  # the node's own, mounted in its mount namespace). The nodes share one
+  # disk, so disk-pressure eviction and image GC are off, as kind does.
+  cat >"${dir}/kubelet.yaml" <<YAML
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+failCgroupV1: false
+cgroupDriver: cgroupfs
+cgroupRoot: /${name}
+containerRuntimeEndpoint: unix://${dir}/containerd.sock
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: false}
+  x509: {clientCAFile: ${pki}/ca.crt}
+authorization: {mode: AlwaysAllow}
+tlsCertFile: ${pki}/kubelet-serving-${name}.crt
+tlsPrivateKeyFile: ${pki}/kubelet-serving-${name}.key
+clusterDomain: cluster.local
+clusterDNS: [10.0.0.10]
+podLogsDir: ${dir}/pod-logs
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard: {"memory.available": "100Mi", "nodefs.available": "0%", "nodefs.inodesFree": "0%", "imagefs.available": "0%"}
+failSwapOn: false
+registerNode: true
+YAML
+  cat >"${dir}/kube-proxy.yaml" <<YAML
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection: {kubeconfig: ${dir}/kube-proxy.kubeconfig}
+hostnameOverride: ${name}
+mode: iptables
+clusterCIDR: ${POD_CIDR}
+nodePortAddresses: [primary]
+healthzBindAddress: 127.0.0.1:10256
+metricsBindAddress: 127.0.0.1:10249
+conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
+YAML
+  np::pki::cert "kubelet-serving-${name}" "${name}" "" "DNS:${name},DNS:localhost,IP:127.0.0.1,IP:${ip}"
+  np::pki::cert "kubelet-${name}" "system:node:${name}" system:nodes
+  rm -f "${pki}"/*.csr "${pki}"/*.ext
+  # The nodes reach the apiserver at the host's address (routed over the
+  # bridge); the apiserver's certificate already names it.
+  np::nodes::kubeconfig "${dir}/kubelet.kubeconfig" "kubelet-${name}"
+  np::nodes::kubeconfig "${dir}/kube-proxy.kubeconfig" kube-proxy
+}
+
+np::nodes::kubeconfig() { # FILE CERT
+  local pki=${LOCAL_UP_DIR}/pki
+  cat >"$1" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- cluster: {certificate-authority: ${pki}/ca.crt, server: "https://${NODE_IP}:${APISERVER_PORT}"}
+  name: local
+users:
+- name: $2
+  user: {client-certificate: ${pki}/$2.crt, client-key: ${pki}/$2.key}
+contexts:
+- context: {cluster: local, user: $2}
+  name: local
+current-context: local
+KC
+}
+
+# np::nodes::cgroup_root I: creates node I's cgroup root (the kubelet needs
+# it to exist) in every cgroup v1 hierarchy; local-down finds them by the
+# node's name.
+np::nodes::cgroup_root() {
+  local name h d
+  name=$(np::nodes::name "$1")
+  for h in /sys/fs/cgroup/*; do
+    [[ -d "${h}" && ! -L "${h}" && -f "${h}/cgroup.procs" && "${h}" != */unified ]] || continue
+    d=${h}/${name}
+    [[ -d "${d}" ]] || mkdir "${d}"
+    if [[ -f "${h}/cpuset.cpus" ]]; then
+      cat "${h}/cpuset.cpus" >"${d}/cpuset.cpus"
+      cat "${h}/cpuset.mems" >"${d}/cpuset.mems"
+    fi
+  done
+}
+
+# np::nodes::host_setup: the bridge that joins the nodes to the host, and
+# the mount points of upstream's default paths (missing on a host that
+# never ran a kubelet; the nodes mount their own directories on them).
+np::nodes::host_setup() {
+  local m
+  for m in "${NODE_MOUNTS[@]}"; do
+    np::nodes::mkdir_host "${m#*:}"
+  done
+  echo "${NODE_BRIDGE}" >"${NODES_DIR}/bridge"
+  ip link add "${NODE_BRIDGE}" type bridge || np::die "could not create the bridge ${NODE_BRIDGE}" "is a previous cluster's left? run 'make local-down'"
+  ip addr add "${NODE_HOST_IP}/24" dev "${NODE_BRIDGE}"
+  ip link set "${NODE_BRIDGE}" up
+}
+
+# np::nodes::setup_inside I N: runs in node I's mount, network and UTS
+# namespaces (through np::nodes::in): mounts the node's directories over
+# upstream's default paths (the kubelet's root dir shared, for
+# Bidirectional mount propagation), and brings up its network: eth0 on the
+# nodes' network, a default route to the host, and a route to every other
+# node's pods through that node.
+np::nodes::setup_inside() {
+  set -o errexit -o nounset -o pipefail
+  local i=$1 n=$2 dir=$3 ip=$4 host_ip=$5 net=$6 m j
+  shift 6
+  for m in "$@"; do
+    mount --bind "${dir}/${m%%:*}" "${m#*:}"
+  done
+  mount --make-rshared /var/lib/kubelet
+  ip link set lo up
+  ip addr add "${ip}/24" dev eth0
+  ip link set eth0 up
+  ip route add default via "${host_ip}"
+  for ((j = 1; j <= n; j++)); do
+    ((j == i)) || ip route add "10.88.${j}.0/24" via "${net}.$((10 + j))"
+  done
+  echo 1 >/proc/sys/net/ipv4/ip_forward
+}
+
+# np::nodes::create I N: node I's namespaces with its init, its veth pair
+# to the host's bridge, its mounts and network, and the host's route to its
+# pods.
+np::nodes::create() {
+  local i=$1 n=$2 name dir ip init k
+  name=$(np::nodes::name "${i}") dir=$(np::nodes::dir "${i}") ip=$(np::nodes::ip "${i}")
+  np::nodes::cgroup_root "${i}"
+  # --kill-child: the node dies with unshare; local-down stops the init.
+  np::cluster::start "node-${name}" unshare --mount --net --pid --uts --fork --mount-proc \
+    --propagation private --kill-child "${BIN_DIR}/nodeinit" -hostname "${name}" -tag "${dir}"
+  for ((k = 0; k < 100; k++)); do
+    init=$(pgrep -P "$(cat "${LOCAL_UP_DIR}/pids/node-${name}")" || true)
+    [[ -n "${init}" && "$(readlink "/proc/${init}/exe" 2>/dev/null)" == "${BIN_DIR}/nodeinit" ]] && break
+    init=""
+    sleep 0.05
+  done
+  [[ -n "${init}" ]] || np::die "node ${name}'s init did not start" "see ${LOCAL_UP_DIR}/logs/node-${name}.log"
+  echo "${init}" >"${LOCAL_UP_DIR}/pids/node-${name}"
+  echo "npnode${i}" >>"${NODES_DIR}/veths"
+  ip link add "npnode${i}" type veth peer name eth0 netns "${init}" ||
+    np::die "could not create node ${name}'s veth pair"
+  ip link set "npnode${i}" master "${NODE_BRIDGE}" up
+  np::nodes::in "${i}" bash -c "$(declare -f np::nodes::setup_inside); np::nodes::setup_inside \"\$@\"" - \
+    "${i}" "${n}" "${dir}" "${ip}" "${NODE_HOST_IP}" "${NODE_NET}" "${NODE_MOUNTS[@]}" ||
+    np::die "setting up node ${name}'s mounts and network failed" "see the errors above"
+  ip route add "$(np::nodes::pod_cidr "${i}")" via "${ip}" dev "${NODE_BRIDGE}"
+  np::log "created node ${name} (init pid ${init}, ip ${ip}, pods $(np::nodes::pod_cidr "${i}"))"
+}
+
+# np::nodes::start I NAME COMMAND...: runs COMMAND in node I's namespaces in
+# the background, as np::cluster::start does on the host, and records the
+# PID of COMMAND itself (not of nsenter, which would not pass SIGTERM on).
+np::nodes::start() {
+  local i=$1 name=$2 nsenter_pid pid k init
+  shift 2
+  init=$(np::nodes::init_pid "${i}") || np::die "node $(np::nodes::name "${i}") is not running"
+  nsenter --target "${init}" --mount --net --uts --pid -- "$@" >"${LOCAL_UP_DIR}/logs/${name}.log" 2>&1 &
+  nsenter_pid=$!
+  echo "${nsenter_pid}" >"${LOCAL_UP_DIR}/pids/${name}"
+  for ((k = 0; k < 200; k++)); do
+    pid=$(pgrep -P "${nsenter_pid}" || true)
+    [[ -n "${pid}" && "$(readlink "/proc/${pid}/exe" 2>/dev/null)" != "$(readlink /proc/${nsenter_pid}/exe 2>/dev/null)" ]] && break
+    pid=""
+    sleep 0.05
+  done
+  [[ -n "${pid}" ]] && echo "${pid}" >"${LOCAL_UP_DIR}/pids/${name}"
+  np::log "started ${name} (pid ${pid:-${nsenter_pid}}), log ${LOCAL_UP_DIR}/logs/${name}.log"
+}
+
+np::nodes::start_containerd() {
+  local name
+  name=$(np::nodes::name "$1")
+  np::nodes::start "$1" "containerd-${name}" containerd --config "$(np::nodes::dir "$1")/containerd.toml"
+}
+
+np::nodes::await_containerd() {
+  local name
+  name=$(np::nodes::name "$1")
+  np::cluster::await "containerd-${name}" 30 ctr --address "$(np::nodes::sock "$1")" version
+}
+
+# np::nodes::import I: loads the images into node I's containerd.
+np::nodes::import() {
+  local f
+  for f in "${LOCAL_UP_DIR}"/images/*.tar; do
+    ctr --address "$(np::nodes::sock "$1")" -n k8s.io images import --no-unpack=false "${f}" >/dev/null ||
+      np::die "importing ${f} into node $(np::nodes::name "$1")'s containerd failed"
+  done
+}
+
+np::nodes::start_kubelet() {
+  local i=$1 name dir
+  name=$(np::nodes::name "${i}") dir=$(np::nodes::dir "${i}")
+  # Once for all nodes: it recreates the directory of links it names.
+  [[ -n "${NODES_KUBELET_PATH:-}" ]] || NODES_KUBELET_PATH=$(np::cluster::kubelet_path)
+  # shellcheck disable=SC2086 # KUBELET_EXTRA_FLAGS is a list of flags.
+  np::nodes::start "${i}" "kubelet-${name}" env PATH="${NODES_KUBELET_PATH}" "${BIN_DIR}/kubelet" --config "${dir}/kubelet.yaml" \
+    --kubeconfig "${dir}/kubelet.kubeconfig" --hostname-override "${name}" \
+    --node-ip "$(np::nodes::ip "${i}")" ${KUBELET_EXTRA_FLAGS}
+}
+
+np::nodes::start_kube_proxy() {
+  local name
+  name=$(np::nodes::name "$1")
+  np::nodes::start "$1" "kube-proxy-${name}" "${BIN_DIR}/kube-proxy" --config "$(np::nodes::dir "$1")/kube-proxy.yaml"
+}
+
+# np::nodes::await_healthz I COMPONENT PORT: waits for COMPONENT's /healthz
+# on the node's loopback.
+np::nodes::await_healthz() {
+  local name
+  name=$(np::nodes::name "$1")
+  np::cluster::await "$2-${name}" 60 np::nodes::in "$1" curl -sf "http://127.0.0.1:$3/healthz"
+}
+
+# np::nodes::loops prints "<device> <backing inode>" for the loop devices
+# whose backing file is a node's (below one of its mounts or the cluster
+# dir), as seen from inside each running node: from the host, a file in a
+# node's private mount has no path.
+np::nodes::loops() {
+  local i m prefixes
+  for i in $(np::nodes::indexes); do
+    np::nodes::init_pid "${i}" >/dev/null || continue
+    prefixes="${LOCAL_UP_DIR}/"
+    for m in "${NODE_MOUNTS[@]}"; do
+      prefixes+=" ${m#*:}/"
+    done
+    np::nodes::in "${i}" losetup -n -O NAME,BACK-INO,BACK-FILE 2>/dev/null |
+      awk -v p="${prefixes}" 'BEGIN {n = split(p, a, " ")} {for (k = 1; k <= n; k++) if (index($3, a[k]) == 1) {print $1, $2; next}}'
+  done
+  return 0
+}
+
+# np::nodes::leftovers prints what of the nodes is still on the host: a
+# node's init, the bridge, a veth, a cgroup root, a directory made for a
+# mount point.
+np::nodes::leftovers() {
+  [[ -d "${NODES_DIR}" ]] || return 0
+  local i f line
+  for i in $(np::nodes::indexes); do
+    np::nodes::init_pid "${i}" >/dev/null && echo "node $(np::nodes::name "${i}")'s processes"
+  done
+  for f in bridge veths; do
+    [[ -f "${NODES_DIR}/${f}" ]] || continue
+    while read -r line; do
+      ip link show "${line}" >/dev/null 2>&1 && echo "link ${line}"
+    done <"${NODES_DIR}/${f}"
+  done
+  for line in $(np::nodes::cgroups); do
+    echo "cgroup ${line}"
+  done
+  if [[ -f "${NODES_DIR}/host-dirs" ]]; then
+    while read -r line; do
+      [[ -d "${line}" ]] && echo "directory ${line}"
+    done <"${NODES_DIR}/host-dirs"
+  fi
+  return 0
+}
+
+# np::nodes::cgroups prints the nodes' cgroup roots that exist, in every
+# hierarchy (the cgroup v2 one of a hybrid host too, where runc adds them).
+np::nodes::cgroups() {
+  local f
+  for f in "${NODES_DIR}"/*/name; do
+    [[ -f "${f}" ]] || continue
+    ls -d /sys/fs/cgroup/*/"$(cat "${f}")" 2>/dev/null || true
+  done
+}
+
+# np::nodes::cleanup removes what the nodes added to the host, once their
+# processes are gone (their namespaces, with the mounts, pod network
+# namespaces and iptables rules in them, went with their last process): the
+# pods' and the kubelets' cgroups, the veths and the bridge (and so the
+# routes through it), and the mount-point directories local-up made.
+np::nodes::cleanup() {
+  [[ -d "${NODES_DIR}" ]] || return 0
+  local line
+  for line in $(np::nodes::cgroups); do
+    find "${line}" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+  done
+  for line in $(cat "${NODES_DIR}/veths" "${NODES_DIR}/bridge" 2>/dev/null); do
+    ip link del "${line}" >/dev/null 2>&1 || true
+  done
+  if [[ -f "${NODES_DIR}/host-dirs" ]]; then
+    tac "${NODES_DIR}/host-dirs" | while read -r line; do
+      rmdir "${line}" 2>/dev/null || true
+    done
+  fi
+  return 0
+}
