@@ -25,6 +25,23 @@ NODE_MOUNTS=(kubelet:/var/lib/kubelet
   flexvolume:/usr/libexec/kubernetes/kubelet-plugins/volume/exec
   disks:/mnt/disks tmp:/tmp run:/run)
 
+# np::nodes::hidden_path: prints the first of the cluster dir and the binary
+# dir that lies under a path a node mounts over (NODE_MOUNTS): inside the
+# node it would be hidden, so the node could not start. Prints nothing when
+# both are clear.
+np::nodes::hidden_path() {
+  local m p d
+  for p in "${LOCAL_UP_DIR}" "${BIN_DIR}"; do
+    d=$(realpath -m "${p}")
+    for m in "${NODE_MOUNTS[@]}"; do
+      if [[ "${d}/" == "${m#*:}/"* ]]; then
+        echo "${p} (under ${m#*:})"
+        return
+      fi
+    done
+  done
+}
+
 np::nodes::name() { echo "${NODE_NAME}-$1"; }
 np::nodes::ip() { echo "${NODE_NET}.$((10 + $1))"; }
 np::nodes::pod_cidr() { echo "10.88.$1.0/24"; }
