@@ -71,15 +71,19 @@ np::cluster::await() {
   np::log "${name} is ready"
 }
 
-np::cluster::write_configs() {
-  local conf=${LOCAL_UP_DIR}/conf
-  mkdir -p "${conf}/cni" "${FLEX_DIR}"
-  cat >"${conf}/containerd.toml" <<TOML
+# np::cluster::containerd_conf FILE DIR SOCK CNI_DIR [TTRPC]: a containerd
+# configuration with its root and state in DIR, its socket SOCK (and ttrpc
+# socket TTRPC when given) and its CNI configuration in CNI_DIR. The host's
+# node and every namespaced node use it.
+np::cluster::containerd_conf() {
+  local file=$1 dir=$2 sock=$3 cni=$4 ttrpc=${5:-} ttrpc_section=""
+  [[ -z "${ttrpc}" ]] || ttrpc_section=$'\n[ttrpc]\n  address = "'"${ttrpc}"'"'
+  cat >"${file}" <<TOML
 version = 2
-root = "${LOCAL_UP_DIR}/containerd/root"
-state = "${LOCAL_UP_DIR}/containerd/state"
+root = "${dir}/root"
+state = "${dir}/state"
 [grpc]
-  address = "${CONTAINERD_SOCK}"
+  address = "${sock}"${ttrpc_section}
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "${PAUSE_IMAGE}"
   # This VM's bounding set lacks CAP_SYS_RESOURCE: negative oom_score_adj fails.
@@ -93,15 +97,30 @@ state = "${LOCAL_UP_DIR}/containerd/state"
         SystemdCgroup = false
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
-    conf_dir = "${conf}/cni"
+    conf_dir = "${cni}"
 TOML
-  cat >"${conf}/cni/10-nodeplug.conflist" <<JSON
+}
+
+# np::cluster::cni_conf FILE SUBNET [IPAM_DIR]: the bridge and portmap CNI
+# configuration for pods in SUBNET (host-local IPAM state in IPAM_DIR when
+# given, else the plugin's default).
+np::cluster::cni_conf() {
+  local file=$1 subnet=$2 data=""
+  [[ -z "${3:-}" ]] || data='"dataDir": "'"$3"'", '
+  cat >"${file}" <<JSON
 {"cniVersion": "1.0.0", "name": "nodeplug", "plugins": [
   {"type": "bridge", "bridge": "${CNI_BRIDGE}", "isGateway": true, "ipMasq": false, "hairpinMode": true,
-   "ipam": {"type": "host-local", "ranges": [[{"subnet": "${POD_CIDR}"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+   "ipam": {"type": "host-local", ${data}"ranges": [[{"subnet": "${subnet}"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
   {"type": "portmap", "capabilities": {"portMappings": true}}
 ]}
 JSON
+}
+
+np::cluster::write_configs() {
+  local conf=${LOCAL_UP_DIR}/conf
+  mkdir -p "${conf}/cni" "${FLEX_DIR}"
+  np::cluster::containerd_conf "${conf}/containerd.toml" "${LOCAL_UP_DIR}/containerd" "${CONTAINERD_SOCK}" "${conf}/cni"
+  np::cluster::cni_conf "${conf}/cni/10-nodeplug.conflist" "${POD_CIDR}"
   cat >"${conf}/kubelet.yaml" <<YAML
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration

@@ -89,35 +89,9 @@ np::nodes::write_configs() {
   chmod 1777 "${dir}/tmp"
   echo "${i}" >"${dir}/index"
   echo "${name}" >"${dir}/name"
-  cat >"${dir}/containerd.toml" <<TOML
-version = 2
-root = "${dir}/containerd/root"
-state = "${dir}/containerd/state"
-[grpc]
-  address = "${dir}/containerd.sock"
-[ttrpc]
-  address = "${dir}/containerd.sock.ttrpc"
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "${PAUSE_IMAGE}"
-  restrict_oom_score_adj = true
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
-    default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        SystemdCgroup = false
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
-    conf_dir = "${dir}/cni"
-TOML
-  cat >"${dir}/cni/10-nodeplug.conflist" <<JSON
-{"cniVersion": "1.0.0", "name": "nodeplug", "plugins": [
-  {"type": "bridge", "bridge": "${CNI_BRIDGE}", "isGateway": true, "ipMasq": false, "hairpinMode": true,
-   "ipam": {"type": "host-local", "dataDir": "${dir}/ipam", "ranges": [[{"subnet": "$(np::nodes::pod_cidr "${i}")"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
-  {"type": "portmap", "capabilities": {"portMappings": true}}
-]}
-JSON
+  np::cluster::containerd_conf "${dir}/containerd.toml" "${dir}/containerd" "${dir}/containerd.sock" "${dir}/cni" \
+    "${dir}/containerd.sock.ttrpc"
+  np::cluster::cni_conf "${dir}/cni/10-nodeplug.conflist" "$(np::nodes::pod_cidr "${i}")" "${dir}/ipam"
   # Upstream's defaults for the root dir and the flex plugin dir (both are
   # the node's own, mounted in its mount namespace). The nodes share one
   # disk, so disk-pressure eviction and image GC are off, as kind does.
