@@ -54,10 +54,6 @@ main() {
   mount --bind "${SHARED_DIR}" "${SHARED_DIR}"
   mount --make-rshared "${SHARED_DIR}"
   if ((NODES > 1)); then
-    local hidden
-    hidden=$(np::nodes::hidden_path)
-    [[ -z "${hidden}" ]] || np::die "NODES=${NODES} needs the cluster and binary directories outside the paths each node mounts over (${NODE_MOUNTS[*]#*:}); ${hidden} is not" \
-      "use a checkout outside them (or set LOCAL_UP_DIR and BIN_DIR), or NODES=1"
     up_nodes "${started}"
     trap - EXIT
     return

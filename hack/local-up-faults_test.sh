@@ -143,24 +143,14 @@ main() {
   "${NODEPLUG_ROOT}/hack/local-down.sh" >/dev/null 2>&1 || true
   np::netfilter::snapshot "${WORK}/iptables"
   ls /run/netns 2>/dev/null >"${WORK}/netns" || true
-  local case not_run=()
+  local case
   for NODES in ${FAULTS_NODES:-1 3}; do
     export NODES
-    if ((NODES > 1)) && [[ -n "$(np::nodes::hidden_path)" ]]; then
-      # Not silent: said here and in the last line of the test.
-      np::warn "local-up-faults_test: NOT RUN with ${NODES} nodes: $(np::nodes::hidden_path) lies under a path each node mounts over; run from a checkout outside them"
-      not_run+=("${NODES} nodes")
-      continue
-    fi
     for case in port_taken half_way killed_run; do
       host_state >"${WORK}/host-state"
       "${case}"
     done
   done
-  if ((${#not_run[@]} > 0)); then
-    np::warn "local-up-faults_test: all cases that ran passed; NOT RUN: the cases with ${not_run[*]} (see above)"
-    return
-  fi
   np::log "local-up-faults_test: all cases passed"
 }
 

@@ -25,21 +25,22 @@ NODE_MOUNTS=(kubelet:/var/lib/kubelet
   flexvolume:/usr/libexec/kubernetes/kubelet-plugins/volume/exec
   disks:/mnt/disks tmp:/tmp run:/run)
 
-# np::nodes::hidden_path: prints the first of the cluster dir and the binary
-# dir that lies under a path a node mounts over (NODE_MOUNTS): inside the
-# node it would be hidden, so the node could not start. Prints nothing when
-# both are clear.
-np::nodes::hidden_path() {
+# np::nodes::hidden_paths: prints, one per line and outer first, those of
+# the cluster dir and the binary dir that lie under a path a node mounts
+# over (NODE_MOUNTS), such as a checkout under /tmp: each node mounts them
+# again at the same path (np::nodes::setup_inside), so that its processes
+# find their configuration and binaries there.
+np::nodes::hidden_paths() {
   local m p d
   for p in "${LOCAL_UP_DIR}" "${BIN_DIR}"; do
     d=$(realpath -m "${p}")
     for m in "${NODE_MOUNTS[@]}"; do
       if [[ "${d}/" == "${m#*:}/"* ]]; then
-        echo "${p} (under ${m#*:})"
-        return
+        echo "${d}"
+        break
       fi
     done
-  done
+  done | sort -u
 }
 
 np::nodes::name() { echo "${NODE_NAME}-$1"; }
@@ -196,11 +197,28 @@ np::nodes::host_setup() {
 # node's pods through that node.
 np::nodes::setup_inside() {
   set -o errexit -o nounset -o pipefail
-  local i=$1 n=$2 dir=$3 ip=$4 host_ip=$5 net=$6 m j
-  shift 6
+  local i=$1 n=$2 dir=$3 ip=$4 host_ip=$5 net=$6 hidden=$7 m j p fd dir_fd kept=()
+  shift 7
+  # The node's directory, and a directory the mounts below would hide, are
+  # held open and reached through /proc while those mounts are made (mount
+  # must not resolve such a link by name), so that the node may lie under
+  # one of the paths it mounts over (a checkout under /tmp).
+  exec {dir_fd}<"${dir}"
+  while read -r p; do
+    [[ -n "${p}" ]] || continue
+    exec {fd}<"${p}"
+    kept+=("${fd}:${p}")
+  done <<<"${hidden}"
   for m in "$@"; do
-    mount --bind "${dir}/${m%%:*}" "${m#*:}"
+    mount --no-canonicalize --bind "/proc/$$/fd/${dir_fd}/${m%%:*}" "${m#*:}"
   done
+  for m in "${kept[@]}"; do
+    fd=${m%%:*} p=${m#*:}
+    mkdir -p "${p}"
+    mount --no-canonicalize --bind "/proc/$$/fd/${fd}" "${p}"
+    exec {fd}<&-
+  done
+  exec {dir_fd}<&-
   mount --make-rshared /var/lib/kubelet
   ip link set lo up
   ip addr add "${ip}/24" dev eth0
@@ -235,7 +253,7 @@ np::nodes::create() {
     np::die "could not create node ${name}'s veth pair"
   ip link set "npnode${i}" master "${NODE_BRIDGE}" up
   np::nodes::in "${i}" bash -c "$(declare -f np::nodes::setup_inside); np::nodes::setup_inside \"\$@\"" - \
-    "${i}" "${n}" "${dir}" "${ip}" "${NODE_HOST_IP}" "${NODE_NET}" "${NODE_MOUNTS[@]}" ||
+    "${i}" "${n}" "${dir}" "${ip}" "${NODE_HOST_IP}" "${NODE_NET}" "$(np::nodes::hidden_paths)" "${NODE_MOUNTS[@]}" ||
     np::die "setting up node ${name}'s mounts and network failed" "see the errors above"
   ip route add "$(np::nodes::pod_cidr "${i}")" via "${ip}" dev "${NODE_BRIDGE}"
   np::log "created node ${name} (init pid ${init}, ip ${ip}, pods $(np::nodes::pod_cidr "${i}"))"
