@@ -7,9 +7,18 @@
 # outside CI).
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
+# The suite runs on NODES=3 (the control plane on the host, three nodes in
+# namespaces of their own); NODES=1 runs it on a node on the host.
+export NODES=${NODES:-3}
 # The features under test are switched on in both binaries. This comes
-# before cluster.sh, which defaults the *_EXTRA_FLAGS to empty.
-E2E_PLUGIN_REGISTRATION_DIR=${LOCAL_UP_DIR}/kubelet/plugins_registry_nodeplug
+# before cluster.sh, which defaults the *_EXTRA_FLAGS to empty. The plugin
+# registration dir is the kubelet's own (each node has its own
+# /var/lib/kubelet); tests reach it through the node.
+if ((NODES > 1)); then
+  E2E_PLUGIN_REGISTRATION_DIR=/var/lib/kubelet/plugins_registry_nodeplug
+else
+  E2E_PLUGIN_REGISTRATION_DIR=${LOCAL_UP_DIR}/kubelet/plugins_registry_nodeplug
+fi
 export E2E_PLUGIN_REGISTRATION_DIR
 export KUBELET_EXTRA_FLAGS=${KUBELET_EXTRA_FLAGS-${E2E_KUBELET_FLAGS:---experimental-flexvolume-discovery --experimental-plugin-registration-dir=${E2E_PLUGIN_REGISTRATION_DIR} --experimental-mount-namespace=kube-mount}}
 # The kubelet runs without mkfs, fsck and blkid: the mount-utilities e2e

@@ -219,7 +219,11 @@ np::nodes::setup_inside() {
     exec {fd}<&-
   done
   exec {dir_fd}<&-
+  # Shared, for Bidirectional and HostToContainer propagation (the mount
+  # pods' kubelet root dir; the local PV watcher's disks). Peers stay in the
+  # node: its namespace was made with private propagation.
   mount --make-rshared /var/lib/kubelet
+  mount --make-rshared /mnt/disks
   ip link set lo up
   ip addr add "${ip}/24" dev eth0
   ip link set eth0 up

@@ -4,8 +4,11 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -14,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/nodeplug/nodeplug/test/e2e/framework"
 	"github.com/nodeplug/registrar"
 )
 
@@ -33,28 +37,45 @@ type csiDriver struct {
 	node string
 }
 
-// startCSIDriver serves the driver on a socket in dir and stops it when t
-// ends. The returned Registrar's Stop removes the socket.
-func startCSIDriver(ctx context.Context, t testing.TB, dir, node string) registrar.Registrar {
+// startCSIDriver runs the driver on node n, as a node plugin's container
+// would: a process in the node's mount and network namespaces (this test
+// binary again, see TestMain), serving its socket in dir, the registration
+// directory as the node sees it. The returned func stops it, which removes
+// the socket; it is also stopped when t ends.
+func startCSIDriver(t testing.TB, n *framework.Node, dir string) (stop func()) {
 	t.Helper()
-	d := &csiDriver{node: node}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n.StartProcess(t, self, []string{"-test.run=^$"}, helperEnv+"="+helperCSIDriver,
+		"E2E_CSI_DIR="+dir, "E2E_CSI_NODE="+n.Name)
+}
+
+// runCSIDriver is the driver process: it serves until SIGTERM, then
+// removes its socket.
+func runCSIDriver() error {
+	d := &csiDriver{node: os.Getenv("E2E_CSI_NODE")}
 	r, err := registrar.New(registrar.Config{
-		Dir: dir, Type: "CSIPlugin", Name: csiDriverName, SupportedVersions: []string{"1.0.0"},
+		Dir: os.Getenv("E2E_CSI_DIR"), Type: "CSIPlugin", Name: csiDriverName, SupportedVersions: []string{"1.0.0"},
 		SocketName: csiDriverName + ".sock",
 		RegisterServices: func(s *grpc.Server) {
 			csi.RegisterIdentityServer(s, d)
 			csi.RegisterNodeServer(s, d)
 		},
-		OnStatus: func(s registrar.Status) { t.Logf("registration status: %+v", s) },
+		OnStatus: func(s registrar.Status) { fmt.Printf("registration status: %+v\n", s) },
 	})
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer cancel()
 	if err := r.Start(ctx); err != nil {
-		t.Fatal(err)
+		return err
 	}
-	t.Cleanup(r.Stop)
-	return r
+	<-ctx.Done()
+	r.Stop()
+	return nil
 }
 
 func (d *csiDriver) GetPluginInfo(context.Context, *csi.GetPluginInfoRequest) (*csi.GetPluginInfoResponse, error) {

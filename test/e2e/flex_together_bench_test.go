@@ -79,7 +79,7 @@ func btMeasure(b *testing.B, c *framework.Cluster, mode, kind, script string, po
 			c.CreatePod(ctx, b, pod)
 			time.Sleep(podFirstLead)
 		}
-		installDriver(b, filepath.Join(c.Dir, "flexvolume", vendor+"~drv"), "drv", script)
+		installAttachableDriver(b, c, vendor+"~drv", "drv", script)
 		if !podFirst {
 			c.CreatePod(ctx, b, pod)
 		}

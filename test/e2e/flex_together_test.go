@@ -40,7 +40,7 @@ func TestFlexDriverInstalledWithPod(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := t.Context()
 			start := time.Now()
-			installDriver(t, filepath.Join(c.Dir, "flexvolume", tc.dir), tc.exe, tc.script)
+			installAttachableDriver(t, c, tc.dir, tc.exe, tc.script)
 			pod := flexPod("e2e-together-"+tc.exe, tc.driver, tc.opts)
 			c.CreatePod(ctx, t, pod)
 			c.WaitForPod(ctx, t, pod.Name, 60*time.Second, corev1.PodRunning)

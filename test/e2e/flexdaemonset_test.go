@@ -50,9 +50,9 @@ func TestFlexVolumeDaemonSetStories(t *testing.T) {
 	c := framework.Connect(t)
 	requireFlexDiscovery(t, c)
 	ctx := t.Context()
-	flexDir := filepath.Join(c.Dir, "flexvolume")
+	flexDir := c.Node.HostPath(c.Node.FlexDir())
 
-	shipped := loadDriverDaemonSet(t, flexDir)
+	shipped := loadDriverDaemonSet(t, c.Node.FlexDir())
 	since := time.Now()
 	createDaemonSet(ctx, t, c, shipped)
 
@@ -192,8 +192,9 @@ func buildInstallerImage(ctx context.Context, t testing.TB, c *framework.Cluster
 		"-file", "/flexvolume-installer="+filepath.Join(c.BinDir, "flexvolume-installer")+":0755",
 		"-file", "/drivers/e2e-versioned="+driver+":0755",
 		"-dir", "/flexmnt", "-entrypoint", "/flexvolume-installer", "-env", "PATH=/")
-	run(ctx, t, "ctr", "--address", filepath.Join(c.Dir, "run", "containerd.sock"), "-n", "k8s.io",
-		"images", "import", tarball)
+	for _, n := range c.Nodes {
+		run(ctx, t, "ctr", "--address", n.ContainerdSocket(), "-n", "k8s.io", "images", "import", tarball)
+	}
 	return ref
 }
 
@@ -253,7 +254,7 @@ func waitForDriverLoaded(ctx context.Context, t testing.TB, c *framework.Cluster
 	waitForNodeEvent(ctx, t, c, "FlexVolumeDriverLoaded", driver, since)
 }
 
-// waitForNodeEvent waits for an event with reason on the node whose message
+// waitForNodeEvent waits for an event with reason on the first node whose message
 // names driver, last seen at or after since (events have second precision).
 func waitForNodeEvent(ctx context.Context, t testing.TB, c *framework.Cluster, reason, driver string, since time.Time) {
 	t.Helper()
@@ -261,7 +262,7 @@ func waitForNodeEvent(ctx context.Context, t testing.TB, c *framework.Cluster, r
 	var seen []string
 	err := poll(t, 60*time.Second, func() bool {
 		list, err := c.Client.CoreV1().Events("").List(ctx, metav1.ListOptions{
-			FieldSelector: "involvedObject.kind=Node,reason=" + reason})
+			FieldSelector: "involvedObject.kind=Node,involvedObject.name=" + c.NodeName + ",reason=" + reason})
 		if err != nil {
 			return false
 		}
@@ -310,9 +311,20 @@ func TestFlexVolumeAttachable(t *testing.T) {
 	requireFlexDiscovery(t, c)
 	ctx := t.Context()
 	since := time.Now()
-	createDaemonSet(ctx, t, c, loadDriverDaemonSet(t, filepath.Join(c.Dir, "flexvolume")))
+	createDaemonSet(ctx, t, c, loadDriverDaemonSet(t, c.Node.FlexDir()))
+	if !c.Node.OnHost() {
+		// The controller-manager attaches: the operator installs the driver
+		// on the control plane too, which runs no DaemonSet pod here.
+		loop, err := os.ReadFile(filepath.Join("..", "..", "deploy", "flexvolume", "drivers", "nodeplug.io~loop", "loop"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		installDriverAt(t, filepath.Join(c.ControllerFlexDir(), "nodeplug.io~loop"), "loop", string(loop))
+	}
 	waitForDriverLoaded(ctx, t, c, "nodeplug.io/loop", since)
-	images := t.TempDir()
+	// The driver runs on the node: its images go where both see them.
+	images := filepath.Join(c.Dir, "shared", "attachable-loop")
+	t.Cleanup(func() { _ = os.RemoveAll(images) })
 	pod := flexPod("e2e-loop", "nodeplug.io/loop", map[string]string{"size": "32M", "dir": images})
 	pod.Spec.Volumes[0].Name = "e2eloop"
 	pod.Spec.Containers[0].VolumeMounts[0].Name = "e2eloop"

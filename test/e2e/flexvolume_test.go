@@ -31,8 +31,7 @@ esac
 func TestFlexVolumePod(t *testing.T) {
 	c := framework.Connect(t)
 	ctx := t.Context()
-	dir := filepath.Join(c.Dir, "flexvolume", "nodeplug~e2e-trivial")
-	installDriver(t, dir, "e2e-trivial", trivialDriver)
+	installDriver(t, c.Node, "nodeplug~e2e-trivial", "e2e-trivial", trivialDriver)
 
 	pod := framework.BusyboxPod("e2e-flex", "cat /data/hello && sleep 3600")
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "flex", MountPath: "/data"}}
@@ -49,9 +48,26 @@ func TestFlexVolumePod(t *testing.T) {
 	}
 }
 
-// installDriver installs a driver atomically (write a dotfile, rename) and
-// removes its directory when t ends.
-func installDriver(t testing.TB, dir, name, script string) {
+// installDriver installs a driver on node n atomically (write a dotfile,
+// rename) into <flex dir>/<dir>, and removes that directory when t ends.
+func installDriver(t testing.TB, n *framework.Node, dir, name, script string) {
+	t.Helper()
+	installDriverAt(t, n.HostPath(filepath.Join(n.FlexDir(), dir)), name, script)
+}
+
+// installAttachableDriver installs an attachable driver on the first node
+// and, as an operator installs one on the control plane for its attach and
+// detach calls, in the controller-manager's flex dir (the same with one
+// node).
+func installAttachableDriver(t testing.TB, c *framework.Cluster, dir, name, script string) {
+	t.Helper()
+	installDriver(t, c.Node, dir, name, script)
+	if !c.Node.OnHost() {
+		installDriverAt(t, filepath.Join(c.ControllerFlexDir(), dir), name, script)
+	}
+}
+
+func installDriverAt(t testing.TB, dir, name, script string) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)

@@ -32,8 +32,8 @@ func TestKubeletRestartKeepsPlugins(t *testing.T) {
 	regDir := registrationDir(t, c)
 
 	// The plugins, registered through the watcher.
-	startSampleDevicePlugin(ctx, t, c, regDir)
-	startCSIDriver(ctx, t, regDir, c.NodeName)
+	startSampleDevicePlugin(ctx, t, c, c.Node, regDir)
+	startCSIDriver(t, c.Node, regDir)
 	createCSIDriverObject(ctx, t, c)
 	waitAllocatable(ctx, t, c, 2)
 	if err := poll(t, 60*time.Second, func() bool { return csiNodeHas(ctx, c, csiDriverName) }); err != nil {
@@ -45,7 +45,7 @@ func TestKubeletRestartKeepsPlugins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	installDriver(t, filepath.Join(c.Dir, "flexvolume", "e2e.restart~loop"), "loop", string(loop))
+	installAttachableDriver(t, c, "e2e.restart~loop", "loop", string(loop))
 	imgDir := filepath.Join(c.Dir, "shared", "restart-loop")
 	pod := flexPod("e2e-restart-flex", "e2e.restart/loop", map[string]string{"size": "32M", "dir": imgDir})
 	pod.Spec.Containers[0].Command = []string{"sh", "-c", "echo before > /data/marker && sleep 3600"}

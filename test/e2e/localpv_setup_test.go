@@ -27,22 +27,27 @@ const (
 	blockClass   = "local-block"
 )
 
-// lpvDisks are the test's disks: bind-mounted directories under fast/ and
-// loop devices linked from block/, below the local cluster's shared mount
-// (the host's / is a private mount here, and the watcher needs
-// HostToContainer propagation to see new mounts).
+// lpvDisks are the test's disks on one node: bind-mounted directories
+// under fast/ and loop devices linked from block/, below the node's shared
+// directory (the watcher needs HostToContainer propagation to see new
+// mounts). Paths are as the node sees them.
 type lpvDisks struct {
 	t                 testing.TB
+	n                 *framework.Node
 	base, fast, block string
 	loops             []string
 }
 
 func newLPVDisks(t testing.TB, c *framework.Cluster) *lpvDisks {
+	return newLPVDisksOn(t, c.Node)
+}
+
+func newLPVDisksOn(t testing.TB, n *framework.Node) *lpvDisks {
 	t.Helper()
-	base := filepath.Join(c.Dir, "shared", "localpv")
-	d := &lpvDisks{t: t, base: base, fast: filepath.Join(base, "fast"), block: filepath.Join(base, "block")}
+	base := filepath.Join(n.SharedDir(), "localpv")
+	d := &lpvDisks{t: t, n: n, base: base, fast: filepath.Join(base, "fast"), block: filepath.Join(base, "block")}
 	for _, dir := range []string{d.fast, d.block, filepath.Join(base, "src"), filepath.Join(base, "img")} {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.MkdirAll(n.HostPath(dir), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -50,16 +55,19 @@ func newLPVDisks(t testing.TB, c *framework.Cluster) *lpvDisks {
 	return d
 }
 
-// addDir bind-mounts a new directory at fast/<name>.
+// host is where the host finds the node's path p.
+func (d *lpvDisks) host(p string) string { return d.n.HostPath(p) }
+
+// addDir bind-mounts a new directory at fast/<name> in the node.
 func (d *lpvDisks) addDir(name string) string {
 	d.t.Helper()
 	src, target := filepath.Join(d.base, "src", name), filepath.Join(d.fast, name)
 	for _, dir := range []string{src, target} {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.MkdirAll(d.host(dir), 0o755); err != nil {
 			d.t.Fatal(err)
 		}
 	}
-	run(context.Background(), d.t, "mount", "--bind", src, target)
+	d.n.Run(context.Background(), d.t, "mount", "--bind", src, target)
 	return target
 }
 
@@ -67,7 +75,7 @@ func (d *lpvDisks) addDir(name string) string {
 // to it.
 func (d *lpvDisks) addLoop(name string) string {
 	d.t.Helper()
-	img := filepath.Join(d.base, "img", name+".img")
+	img := d.host(filepath.Join(d.base, "img", name+".img"))
 	if err := os.WriteFile(img, nil, 0o600); err != nil {
 		d.t.Fatal(err)
 	}
@@ -81,18 +89,18 @@ func (d *lpvDisks) addLoop(name string) string {
 	dev := strings.TrimSpace(string(out))
 	d.loops = append(d.loops, dev)
 	link := filepath.Join(d.block, name)
-	if err := os.Symlink(dev, link); err != nil {
+	if err := os.Symlink(dev, d.host(link)); err != nil {
 		d.t.Fatal(err)
 	}
 	return link
 }
 
 func (d *lpvDisks) teardown() {
-	unmountAll(d.t, d.base)
+	d.n.UnmountAll(d.t, d.base)
 	for _, dev := range d.loops {
 		_ = exec.Command("losetup", "-d", dev).Run()
 	}
-	_ = os.RemoveAll(d.base)
+	_ = os.RemoveAll(d.host(d.base))
 }
 
 // deployLPV applies deploy/local-volume-provisioner with the test's class

@@ -130,7 +130,7 @@ func restartLPV(ctx context.Context, t *testing.T, c *framework.Cluster) {
 func addLoopToClass(t *testing.T, d *lpvDisks, name string) (link, dev string) {
 	t.Helper()
 	link = filepath.Join(d.fast, name)
-	if err := os.Rename(d.addLoop(name), link); err != nil {
+	if err := os.Rename(d.host(d.addLoop(name)), d.host(link)); err != nil {
 		t.Fatal(err)
 	}
 	return link, d.loops[len(d.loops)-1]

@@ -83,6 +83,10 @@ type execSamples struct {
 // docs/benchmarks.md); it is not part of the e2e tier's go test run.
 func BenchmarkMountPodExec(b *testing.B) {
 	c := framework.Connect(b)
+	if !c.Node.OnHost() {
+		// Its runc rows run runc on the host against the host's containerd state.
+		b.Skip("BenchmarkMountPodExec measures the node on the host: run it on make local-up NODES=1")
+	}
 	ctx := b.Context()
 	pod := ensureMountPod(ctx, b, c)
 	target, err := mountpod.TargetFor(pod)
@@ -212,7 +216,7 @@ func ensureMountPod(ctx context.Context, b *testing.B, c *framework.Cluster) *co
 		b.Logf("using existing mount pod %s/%s", pod.Namespace, pod.Name)
 		return pod
 	}
-	ds := loadMountDaemonSet(b, filepath.Join(c.Dir, "kubelet"))
+	ds := loadMountDaemonSet(b, c.Node.RootDir())
 	image := ds.Spec.Template.Spec.Containers[0].Image
 	requireImage(ctx, b, c, image)
 
@@ -305,7 +309,7 @@ func mustReadManifest(b *testing.B, file string, into any) {
 // registry.
 func requireImage(ctx context.Context, b *testing.B, c *framework.Cluster, image string) {
 	b.Helper()
-	cmd := utilexec.New().CommandContext(ctx, "ctr", "--address", filepath.Join(c.Dir, "run", "containerd.sock"),
+	cmd := utilexec.New().CommandContext(ctx, "ctr", "--address", c.Node.ContainerdSocket(),
 		"-n", "k8s.io", "images", "ls", "-q")
 	out, err := cmd.Output()
 	if err != nil {
@@ -384,7 +388,7 @@ func rotatePaths(b *testing.B, names []string, call func(j, i int)) map[string]f
 // CRI ExecSync on the local cluster's containerd, and the API's pods/exec.
 func benchExecutors(b *testing.B, c *framework.Cluster) (*volexec.CRIExecutor, *volexec.APIExecutor) {
 	b.Helper()
-	cri, err := volexec.NewCRIExecutor(filepath.Join(c.Dir, "run", "containerd.sock"), 0)
+	cri, err := volexec.NewCRIExecutor(c.Node.ContainerdSocket(), 0)
 	if err != nil {
 		b.Fatal(err)
 	}

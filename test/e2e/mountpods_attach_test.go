@@ -26,7 +26,7 @@ func TestMountPodAttach(t *testing.T) {
 	c.RequireFlag(t, "kube-controller-manager", "--experimental-mount-namespace=kube-mount")
 	c.RequireFlag(t, "kubelet", "--experimental-mount-namespace=kube-mount")
 	ctx := t.Context()
-	if _, err := os.Stat(filepath.Join(c.Dir, "flexvolume", "nodeplug.io~attach")); err == nil {
+	if _, err := os.Stat(c.Node.HostPath(filepath.Join(c.Node.FlexDir(), "nodeplug.io~attach"))); err == nil {
 		t.Fatal("nodeplug.io/attach is installed in the flex plugin dir; the test needs it only in the mount pod")
 	}
 	t.Cleanup(func() { muRemove(t, c) })

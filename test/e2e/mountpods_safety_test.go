@@ -33,7 +33,7 @@ func TestMountPodWithoutPropagation(t *testing.T) {
 	t.Cleanup(func() { muRemove(t, c) })
 
 	var ds appsv1.DaemonSet
-	muManifest(t, "daemonset.yaml", filepath.Join(c.Dir, "kubelet"), &ds)
+	muManifest(t, "daemonset.yaml", c.Node.RootDir(), &ds)
 	mounts := ds.Spec.Template.Spec.Containers[0].VolumeMounts
 	for i := range mounts {
 		mounts[i].MountPropagation = nil
@@ -47,7 +47,7 @@ func TestMountPodWithoutPropagation(t *testing.T) {
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "mu-noprop"}}))
 
 	ev := muWaitEventIn(ctx, t, c, muNamespace, mp, "MountPodMisconfigured", 60*time.Second)
-	for _, want := range []string{"mountPropagation: Bidirectional", filepath.Join(c.Dir, "kubelet")} {
+	for _, want := range []string{"mountPropagation: Bidirectional", c.Node.RootDir()} {
 		if !strings.Contains(ev, want) {
 			t.Errorf("the mount pod's event %q does not say %q", ev, want)
 		}
@@ -91,7 +91,7 @@ func TestFlexLongMountDevice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	installDriver(t, filepath.Join(c.Dir, "flexvolume", "e2e.long~attachable-with-long-mount"), "attachable-with-long-mount", string(script))
+	installAttachableDriver(t, c, "e2e.long~attachable-with-long-mount", "attachable-with-long-mount", string(script))
 	pod := flexPod("e2e-long-mount", "e2e.long/attachable-with-long-mount", nil)
 	pod.Spec.Containers[0].Command = []string{"sh", "-c", "cat /data/index.html && sleep 3600"}
 	c.CreatePod(ctx, t, pod)
@@ -99,7 +99,7 @@ func TestFlexLongMountDevice(t *testing.T) {
 		// Before the driver goes: its unmountdevice must run.
 		c.DeletePod(t, pod.Name)
 		_ = wait.PollUntilContextTimeout(context.Background(), time.Second, 90*time.Second, true, func(context.Context) (bool, error) {
-			out, _ := exec.Command("findmnt", "-rn", "-o", "TARGET").Output()
+			out, _ := c.Node.Command(context.Background(), "findmnt", "-rn", "-o", "TARGET").Output()
 			return !strings.Contains(string(out), "attachable-with-long-mount"), nil
 		})
 	})

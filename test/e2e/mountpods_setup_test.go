@@ -41,7 +41,7 @@ func muDeploy(ctx context.Context, t testing.TB, c *framework.Cluster) string {
 	}
 	muApplyAdmissionPolicy(ctx, t, c)
 	var ds appsv1.DaemonSet
-	muManifest(t, "daemonset.yaml", filepath.Join(c.Dir, "kubelet"), &ds)
+	muManifest(t, "daemonset.yaml", c.Node.RootDir(), &ds)
 	if _, err := c.Client.AppsV1().DaemonSets(muNamespace).Create(ctx, &ds, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("create daemonset: %v", err)
 	}
@@ -65,12 +65,14 @@ func muManifest(t testing.TB, file, root string, into any) {
 	}
 }
 
-// muWaitReady waits for a Ready, not deleting mount-utilities pod.
+// muWaitReady waits for a Ready, not deleting mount-utilities pod on the
+// first node.
 func muWaitReady(ctx context.Context, t testing.TB, c *framework.Cluster) string {
 	t.Helper()
 	var name string
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 120*time.Second, true, func(ctx context.Context) (bool, error) {
-		pods, err := c.Client.CoreV1().Pods(muNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + muDaemonSet})
+		pods, err := c.Client.CoreV1().Pods(muNamespace).List(ctx, metav1.ListOptions{
+			LabelSelector: "app=" + muDaemonSet, FieldSelector: "spec.nodeName=" + c.NodeName})
 		if err != nil {
 			return false, nil
 		}
@@ -245,7 +247,7 @@ func muRestartKubelet(ctx context.Context, t testing.TB, c *framework.Cluster) {
 // muKubeletLogSinceRestart returns the kubelet log written by the newest
 // kubelet process (after the last start-up banner).
 func muKubeletLogSinceRestart(t testing.TB, c *framework.Cluster) string {
-	raw, err := os.ReadFile(filepath.Join(c.Dir, "logs", "kubelet.log"))
+	raw, err := os.ReadFile(c.Node.Log("kubelet"))
 	if err != nil {
 		t.Fatal(err)
 	}

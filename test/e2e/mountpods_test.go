@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -32,7 +31,7 @@ func TestMountUtilitiesInPods(t *testing.T) {
 	t.Cleanup(func() { muRemove(t, c) })
 
 	t.Run("the kubelet has no mkfs.ext4, fsck.ext4 or blkid", func(t *testing.T) {
-		pid, err := os.ReadFile(filepath.Join(c.Dir, "pids", "kubelet"))
+		pid, err := os.ReadFile(c.PIDFile("kubelet"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,15 +97,15 @@ func TestMountUtilitiesInPods(t *testing.T) {
 	})
 
 	t.Run("a FUSE flex driver that only the mount pod has serves a consumer, across a kubelet restart", func(t *testing.T) {
-		if _, err := os.Stat(filepath.Join(c.Dir, "flexvolume", "nodeplug.io~fuse")); err == nil {
+		if _, err := os.Stat(c.Node.HostPath(filepath.Join(c.Node.FlexDir(), "nodeplug.io~fuse"))); err == nil {
 			t.Fatal("nodeplug.io/fuse is installed on the host; the test needs it only in the mount pod")
 		}
 		mp := muDeploy(ctx, t, c)
 		c.CreatePod(ctx, t, muConsumer("mu-fuse", corev1.VolumeSource{FlexVolume: &corev1.FlexVolumeSource{Driver: "nodeplug.io/fuse"}}))
 		pod := c.WaitForPod(ctx, t, "mu-fuse", 120*time.Second, corev1.PodRunning)
-		target := filepath.Join(c.Dir, "kubelet", "pods", string(pod.UID), "volumes", "nodeplug.io~fuse", "v")
-		if typ := hostMountType(t, target); !strings.HasPrefix(typ, "fuse") {
-			t.Fatalf("%s on the host is %q, want a fuse mount", target, typ)
+		target := filepath.Join(c.Node.RootDir(), "pods", string(pod.UID), "volumes", "nodeplug.io~fuse", "v")
+		if typ := c.Node.MountType(ctx, target); !strings.HasPrefix(typ, "fuse") {
+			t.Fatalf("%s on node %s is %q, want a fuse mount", target, c.NodeName, typ)
 		}
 		muRequireFuseServedInPod(ctx, t, c, mp, target)
 
@@ -137,10 +136,10 @@ func TestMountUtilitiesInPods(t *testing.T) {
 		// The pod object goes at once (grace period 0); the kubelet tears
 		// the volume down after.
 		err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
-			return hostMountType(t, target) == "", nil
+			return c.Node.MountType(ctx, target) == "", nil
 		})
 		if err != nil {
-			t.Fatalf("%s is still mounted (%s) 60 s after the consumer was deleted", target, hostMountType(t, target))
+			t.Fatalf("%s is still mounted (%s) 60 s after the consumer was deleted", target, c.Node.MountType(ctx, target))
 		}
 		out, err := c.Kubectl(ctx, "-n", muNamespace, "exec", mp, "--", "cat", "/var/log/nodeplug-fuse/driver.log")
 		if err != nil || !strings.Contains(out, " unmount "+target) {
@@ -189,14 +188,4 @@ func muRequireExt4(t *testing.T, c *framework.Cluster, pod string) {
 	if !strings.Contains(out, " ext4 ") || !strings.Contains(out, "written-by-"+pod) {
 		t.Fatalf("pod %s: /data is not an ext4 volume holding its file:\n%s", pod, out)
 	}
-}
-
-// hostMountType returns the type of the mount at path in the host's mount
-// namespace, or "".
-func hostMountType(t testing.TB, path string) string {
-	out, err := exec.Command("findmnt", "-n", "-o", "FSTYPE", "--mountpoint", path).Output()
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(out))
 }

@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -107,35 +106,31 @@ func TestMountUtilitiesUpgrade(t *testing.T) {
 	})
 }
 
-// muHostFuseMount mounts a FUSE file system served by a daemon on the host
-// (nodeplug-fuse-loopback) below the kubelet root dir, where it propagates
-// into the mount pod, and returns its mount point. It is unmounted when t
-// ends.
+// muHostFuseMount mounts a FUSE file system served by a daemon of the
+// first node (nodeplug-fuse-loopback, run in the node's namespaces) below
+// the kubelet root dir, where it propagates into the mount pod, and
+// returns its mount point. It is unmounted when t ends.
 func muHostFuseMount(t testing.TB, c *framework.Cluster) string {
 	t.Helper()
-	dir := filepath.Join(c.Dir, "kubelet", "plugins", "e2e-host-fuse")
+	n := c.Node
+	dir := filepath.Join(n.RootDir(), "plugins", "e2e-host-fuse")
 	src, mnt := filepath.Join(dir, "src"), filepath.Join(dir, "mnt")
 	for _, d := range []string{src, mnt} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := os.MkdirAll(n.HostPath(d), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	daemon := exec.Command(filepath.Join(c.BinDir, "nodeplug-fuse-loopback"), src, mnt)
-	if err := daemon.Start(); err != nil {
-		t.Fatalf("start the host FUSE daemon: %v", err)
-	}
+	stop := n.StartProcess(t, filepath.Join(c.BinDir, "nodeplug-fuse-loopback"), []string{src, mnt})
 	t.Cleanup(func() {
-		_ = daemon.Process.Signal(syscall.SIGTERM)
-		_ = daemon.Wait()
-		unmountAll(t, mnt)
-		_ = os.RemoveAll(dir)
+		stop()
+		n.UnmountAll(t, mnt)
+		_ = os.RemoveAll(n.HostPath(dir))
 	})
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		info, err := os.ReadFile("/proc/self/mountinfo")
-		return err == nil && strings.Contains(string(info), " "+mnt+" "), nil
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		return strings.HasPrefix(n.MountType(ctx, mnt), "fuse"), nil
 	})
 	if err != nil {
-		t.Fatalf("the host FUSE daemon did not mount %s within 10 s", mnt)
+		t.Fatalf("the node's FUSE daemon did not mount %s within 10 s", mnt)
 	}
 	return mnt
 }
@@ -145,15 +140,17 @@ func muImage(version int) string {
 }
 
 // muNewVersion makes image version v of the mount utilities (a new tag of
-// the image local-up built, as a registry would serve a new release) and
+// the image local-up built on every node, as a registry would serve a new
+// release) and
 // sets it in the DaemonSet, whose OnDelete strategy leaves running pods
 // alone.
 func muNewVersion(ctx context.Context, t testing.TB, c *framework.Cluster, v int) {
 	t.Helper()
-	sock := filepath.Join(c.Dir, "run", "containerd.sock")
-	out, err := exec.CommandContext(ctx, "ctr", "--address", sock, "-n", "k8s.io", "images", "tag", "--force", muImage(1), muImage(v)).CombinedOutput()
-	if err != nil {
-		t.Fatalf("tag %s: %v: %s", muImage(v), err, out)
+	for _, n := range c.Nodes {
+		out, err := exec.CommandContext(ctx, "ctr", "--address", n.ContainerdSocket(), "-n", "k8s.io", "images", "tag", "--force", muImage(1), muImage(v)).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tag %s on node %s: %v: %s", muImage(v), n.Name, err, out)
+		}
 	}
 	if _, err := c.Kubectl(ctx, "-n", muNamespace, "set", "image", "daemonset/"+muDaemonSet, "utilities="+muImage(v)); err != nil {
 		t.Fatal(err)

@@ -5,10 +5,8 @@ package e2e
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -27,14 +25,15 @@ import (
 const sampleResource = corev1.ResourceName("example.com/resource")
 
 // registrationDir is the directory the kubelet's nodeplug plugin watcher
-// watches in the e2e cluster (hack/e2e.sh).
+// watches in the e2e cluster, as the node sees it (hack/e2e.sh).
 func registrationDir(t *testing.T, c *framework.Cluster) string {
 	t.Helper()
 	c.RequireFlag(t, "kubelet", "--experimental-plugin-registration-dir")
-	if d := os.Getenv("E2E_PLUGIN_REGISTRATION_DIR"); d != "" {
-		return d
+	d := os.Getenv("E2E_PLUGIN_REGISTRATION_DIR")
+	if d == "" {
+		t.Fatal("E2E_PLUGIN_REGISTRATION_DIR is not set; run the e2e suite with hack/e2e.sh")
 	}
-	return filepath.Join(c.Dir, "kubelet", "plugins_registry_nodeplug")
+	return d
 }
 
 // TestPluginWatcherSampleDevicePlugin runs upstream's sample device plugin,
@@ -46,7 +45,7 @@ func registrationDir(t *testing.T, c *framework.Cluster) string {
 func TestPluginWatcherSampleDevicePlugin(t *testing.T) {
 	c := framework.Connect(t)
 	ctx := t.Context()
-	startSampleDevicePlugin(ctx, t, c, registrationDir(t, c))
+	startSampleDevicePlugin(ctx, t, c, c.Node, registrationDir(t, c))
 	waitAllocatable(ctx, t, c, 2)
 	pod := devicePod("e2e-device")
 	c.CreatePod(ctx, t, pod)
@@ -98,17 +97,18 @@ func csiPod(name string) *corev1.Pod {
 }
 
 // startSampleDevicePlugin builds and runs upstream's sample device plugin
-// with its socket in regDir and its direct registration switched off, so
-// that only the watcher registers it; it stops when t ends, and t waits
-// until the node offers none of its devices any more, so that a later
-// test does not take the stale count for its own plugin's.
-func startSampleDevicePlugin(ctx context.Context, t *testing.T, c *framework.Cluster, regDir string) {
+// on node n with its socket in regDir (as the node sees it) and its direct
+// registration switched off, so that only the watcher registers it; it
+// stops when t ends, and t waits until the node offers none of its devices
+// any more, so that a later test does not take the stale count for its own
+// plugin's.
+func startSampleDevicePlugin(ctx context.Context, t *testing.T, c *framework.Cluster, n *framework.Node, regDir string) {
 	t.Helper()
 	t.Cleanup(func() {
 		// t.Context() is already cancelled while cleanups run.
 		err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, 90*time.Second, true,
 			func(ctx context.Context) (bool, error) {
-				node, err := c.Client.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
+				node, err := c.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 				if err != nil {
 					return false, nil
 				}
@@ -116,18 +116,22 @@ func startSampleDevicePlugin(ctx context.Context, t *testing.T, c *framework.Clu
 				return q.Value() == 0, nil
 			})
 		if err != nil {
-			t.Errorf("node %s still offers %s after the sample device plugin stopped: %v", c.NodeName, sampleResource, err)
+			t.Errorf("node %s still offers %s after the sample device plugin stopped: %v", n.Name, sampleResource, err)
 		}
 	})
-	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "sample-device-plugin")
+	// The cluster dir, which every node sees.
+	dir := filepath.Join(c.Dir, "e2e-bin")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "sample-device-plugin")
 	run(ctx, t, "go", "build", "-o", bin, "k8s.io/kubernetes/test/images/sample-device-plugin")
-	control := filepath.Join(tmp, "control")
+	control := filepath.Join(dir, "sample-device-plugin-control-"+n.Name)
 	if err := os.WriteFile(control, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	startProcess(t, bin, "PLUGIN_SOCK_DIR="+regDir, "REGISTER_CONTROL_FILE="+control)
-	t.Cleanup(func() { _ = os.Remove("/tmp/Dev-1"); _ = os.Remove("/tmp/Dev-2") })
+	n.StartProcess(t, bin, nil, "PLUGIN_SOCK_DIR="+regDir, "REGISTER_CONTROL_FILE="+control)
+	t.Cleanup(func() { _ = os.Remove(n.HostPath("/tmp/Dev-1")); _ = os.Remove(n.HostPath("/tmp/Dev-2")) })
 }
 
 // waitAllocatable waits until the node offers at least n sample devices.
@@ -173,7 +177,7 @@ func createCSIDriverObject(ctx context.Context, t *testing.T, c *framework.Clust
 func TestPluginWatcherCSIDriver(t *testing.T) {
 	c := framework.Connect(t)
 	ctx := t.Context()
-	drv := startCSIDriver(ctx, t, registrationDir(t, c), c.NodeName)
+	stopDriver := startCSIDriver(t, c.Node, registrationDir(t, c))
 
 	createCSIDriverObject(ctx, t, c)
 	if err := poll(t, 60*time.Second, func() bool { return csiNodeHas(ctx, c, csiDriverName) }); err != nil {
@@ -186,7 +190,7 @@ func TestPluginWatcherCSIDriver(t *testing.T) {
 	requireFile(ctx, t, c, pod.Name, "/data/hello", csiGreeting)
 	c.DeletePod(t, pod.Name)
 
-	drv.Stop()
+	stopDriver()
 	if err := poll(t, 60*time.Second, func() bool { return !csiNodeHas(ctx, c, csiDriverName) }); err != nil {
 		t.Fatalf("CSINode %s still lists %s after its socket was removed: %v", c.NodeName, csiDriverName, err)
 	}
@@ -203,33 +207,6 @@ func csiNodeHas(ctx context.Context, c *framework.Cluster, driver string) bool {
 		}
 	}
 	return false
-}
-
-// startProcess starts bin with extra environment and stops it with SIGTERM
-// when t ends.
-func startProcess(t testing.TB, bin string, env ...string) {
-	t.Helper()
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), env...)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("%s output:\n%s", filepath.Base(bin), out.String())
-		}
-	})
 }
 
 func ptrTo[T any](v T) *T { return &v }

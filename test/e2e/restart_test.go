@@ -31,46 +31,47 @@ func withoutExperimentalFlags(argv []string) []string {
 	return out
 }
 
-// componentHealth is where each restartable component answers when ready.
+// componentHealth is where each restartable component answers when ready
+// (the kubelet: on its node's loopback).
 var componentHealth = map[string]string{
 	"kubelet":                 "http://127.0.0.1:10248/healthz",
 	"kube-controller-manager": "https://127.0.0.1:10257/healthz",
 }
 
-// restartComponent stops the component local-up started and starts it
-// again, as an operator's service manager would, with edit (nil: none)
-// applied to its command line, the same environment and the same log,
-// waiting until it is healthy (and for the kubelet, the node Ready). The
-// returned func restarts it with the original command line.
+// restartComponent stops the component local-up started (the kubelet: of
+// the first node) and starts it again, as an operator's service manager
+// would, with edit (nil: none) applied to its command line, the same
+// environment and the same log, waiting until it is healthy (and for the
+// kubelet, the node Ready). The returned func restarts it with the
+// original command line.
 func restartComponent(ctx context.Context, tb testing.TB, c *framework.Cluster, name string, edit func([]string) []string) func() {
 	tb.Helper()
-	pidFile := filepath.Join(c.Dir, "pids", name)
+	pidFile := c.PIDFile(name)
 	raw, err := os.ReadFile(pidFile)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	pid := strings.TrimSpace(string(raw))
 	argv, env := procList(tb, pid, "cmdline"), procList(tb, pid, "environ")
-	health := componentHealth[name]
-	if health == "" {
+	if componentHealth[name] == "" {
 		tb.Fatalf("no health check known for %s", name)
 	}
 	edited := argv
 	if edit != nil {
 		edited = edit(argv)
 	}
-	restartAs(ctx, tb, c, name, pid, edited, env, health)
+	restartAs(ctx, tb, c, name, pid, edited, env)
 	return func() {
 		raw, err := os.ReadFile(pidFile)
 		if err != nil {
 			tb.Error(err)
 			return
 		}
-		restartAs(ctx, tb, c, name, strings.TrimSpace(string(raw)), argv, env, health)
+		restartAs(ctx, tb, c, name, strings.TrimSpace(string(raw)), argv, env)
 	}
 }
 
-func restartAs(ctx context.Context, tb testing.TB, c *framework.Cluster, name, pid string, argv, env []string, health string) {
+func restartAs(ctx context.Context, tb testing.TB, c *framework.Cluster, name, pid string, argv, env []string) {
 	tb.Helper()
 	var p int
 	fmt.Sscan(pid, &p)
@@ -82,36 +83,60 @@ func restartAs(ctx context.Context, tb testing.TB, c *framework.Cluster, name, p
 	}); err != nil {
 		tb.Fatalf("%s %d did not stop", name, p)
 	}
-	logf, err := os.OpenFile(filepath.Join(c.Dir, "logs", name+".log"), os.O_APPEND|os.O_WRONLY, 0o644)
+	onNode := name == "kubelet"
+	logPath := filepath.Join(c.Dir, "logs", name+".log")
+	if onNode {
+		logPath = c.Node.Log(name)
+	}
+	logf, err := os.OpenFile(logPath, os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer logf.Close()
 	cmd := exec.Command(argv[0], argv[1:]...)
+	if onNode {
+		cmd = c.Node.DaemonCommand(argv[0], argv[1:]...)
+	}
 	cmd.Env, cmd.Stdout, cmd.Stderr = env, logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		tb.Fatalf("start %s: %v", name, err)
 	}
-	if err := os.WriteFile(filepath.Join(c.Dir, "pids", name), fmt.Appendf(nil, "%d\n", cmd.Process.Pid), 0o644); err != nil {
+	go func() { _ = cmd.Wait() }()
+	newPID := cmd.Process.Pid
+	if onNode {
+		if newPID, err = c.Node.DaemonPID(ctx, cmd); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(c.PIDFile(name), fmt.Appendf(nil, "%d\n", newPID), 0o644); err != nil {
 		tb.Fatal(err)
 	}
-	go func() { _ = cmd.Wait() }()
-	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // #nosec G402 -- a local health check
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(context.Context) (bool, error) {
-		resp, err := client.Get(health)
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
+		return healthy(ctx, c, name, onNode), nil
 	}); err != nil {
 		tb.Fatalf("%s not healthy after its restart: %v", name, err)
 	}
-	if name == "kubelet" {
+	if onNode {
 		if _, err := c.Kubectl(ctx, "wait", "--for=condition=Ready", "node/"+c.NodeName, "--timeout=60s"); err != nil {
 			tb.Fatalf("node not Ready after the kubelet restart: %v", err)
 		}
 	}
+}
+
+// healthy reports whether component answers its health check, on the
+// first node's loopback for a node component.
+func healthy(ctx context.Context, c *framework.Cluster, component string, onNode bool) bool {
+	url := componentHealth[component]
+	if onNode {
+		return c.Node.Command(ctx, "curl", "-sfk", "--max-time", "2", url).Run() == nil
+	}
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // #nosec G402 -- a local health check
+	resp, err := client.Get(url)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }

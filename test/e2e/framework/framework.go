@@ -27,10 +27,15 @@ const BusyboxImage = "docker.io/nodeplug/busybox:1"
 
 // Cluster describes the local cluster under test.
 type Cluster struct {
-	Client   kubernetes.Interface
-	Config   *rest.Config
-	Dir      string // LOCAL_UP_DIR
-	BinDir   string // BIN_DIR
+	Client kubernetes.Interface
+	Config *rest.Config
+	Dir    string // LOCAL_UP_DIR
+	BinDir string // BIN_DIR
+	// Nodes are the cluster's nodes (one, the host, with NODES=1). Node is
+	// the first; a test that needs one node uses it, and NodeName is its
+	// name.
+	Nodes    []*Node
+	Node     *Node
 	NodeName string
 }
 
@@ -50,7 +55,29 @@ func Connect(t testing.TB) *Cluster {
 	if c.Client, err = kubernetes.NewForConfig(cfg); err != nil {
 		t.Fatalf("client: %v", err)
 	}
+	if c.Nodes, err = discoverNodes(c); err != nil {
+		t.Fatalf("nodes: %v", err)
+	}
+	c.Node, c.NodeName = c.Nodes[0], c.Nodes[0].Name
 	return c
+}
+
+// ControllerFlexDir is the kube-controller-manager's flex plugin dir on
+// the host, where it finds attachable drivers for attach and detach.
+func (c *Cluster) ControllerFlexDir() string { return filepath.Join(c.Dir, "flexvolume") }
+
+// nodeComponents run on every node; their pid files and logs carry the
+// node's name when the node is not the host.
+var nodeComponents = map[string]bool{"kubelet": true, "kube-proxy": true, "containerd": true}
+
+// PIDFile is the pid file of a component local-up started: a node
+// component (kubelet, kube-proxy, containerd) of the first node, or a
+// control plane one.
+func (c *Cluster) PIDFile(component string) string {
+	if nodeComponents[component] {
+		component = c.Node.Component(component)
+	}
+	return filepath.Join(c.Dir, "pids", component)
 }
 
 // Kubectl runs the cluster's kubectl and returns its standard output.
@@ -66,7 +93,7 @@ func (c *Cluster) Kubectl(ctx context.Context, args ...string) (string, error) {
 
 // ComponentBinary returns the executable of a process local-up started.
 func (c *Cluster) ComponentBinary(name string) (string, error) {
-	pid, err := os.ReadFile(filepath.Join(c.Dir, "pids", name))
+	pid, err := os.ReadFile(c.PIDFile(name))
 	if err != nil {
 		return "", err
 	}
@@ -78,7 +105,7 @@ func (c *Cluster) ComponentBinary(name string) (string, error) {
 // "--experimental-flexvolume-discovery").
 func (c *Cluster) RequireFlag(t testing.TB, component, flag string) {
 	t.Helper()
-	pid, err := os.ReadFile(filepath.Join(c.Dir, "pids", component))
+	pid, err := os.ReadFile(c.PIDFile(component))
 	if err != nil {
 		t.Fatalf("%s: %v", component, err)
 	}
