@@ -36,6 +36,7 @@ main() {
   np::preflight::apt
   np::preflight::fuse
   np::preflight::ports
+  ((NODES == 1)) || np::nodes::preflight
   [[ "${SKIP_BUILD:-0}" == 1 ]] || np::build::all
   NODE_IP=$(np::cluster::node_ip)
   [[ -n "${NODE_IP}" ]] || np::die "no global IPv4 address found for the node" "configure a network interface"

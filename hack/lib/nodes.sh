@@ -43,6 +43,15 @@ np::nodes::hidden_paths() {
   done | sort -u
 }
 
+# np::nodes::preflight fails, before local-up changes anything, when the
+# nodes' bridge exists: a cluster of several nodes is running, from this
+# checkout or another (local-down of this one would find nothing of it).
+np::nodes::preflight() {
+  ip link show "${NODE_BRIDGE}" >/dev/null 2>&1 || return 0
+  np::die "the bridge ${NODE_BRIDGE} of a multi-node local cluster exists" \
+    "a cluster is running, maybe from another checkout: run 'make local-down' in that checkout (ps -C nodeinit -o args shows where it lives)"
+}
+
 np::nodes::name() { echo "${NODE_NAME}-$1"; }
 np::nodes::ip() { echo "${NODE_NET}.$((10 + $1))"; }
 np::nodes::pod_cidr() { echo "10.88.$1.0/24"; }
@@ -183,8 +192,11 @@ np::nodes::host_setup() {
   for m in "${NODE_MOUNTS[@]}"; do
     np::nodes::mkdir_host "${m#*:}"
   done
+  # Recorded for local-down only once created: a bridge that exists already
+  # is another cluster's (from another checkout), not this one's to remove.
+  ip link add "${NODE_BRIDGE}" type bridge ||
+    np::die "could not create the bridge ${NODE_BRIDGE}" "is a previous cluster's left, or one from another checkout running? run 'make local-down' there"
   echo "${NODE_BRIDGE}" >"${NODES_DIR}/bridge"
-  ip link add "${NODE_BRIDGE}" type bridge || np::die "could not create the bridge ${NODE_BRIDGE}" "is a previous cluster's left? run 'make local-down'"
   ip addr add "${NODE_HOST_IP}/24" dev "${NODE_BRIDGE}"
   ip link set "${NODE_BRIDGE}" up
 }
@@ -252,9 +264,9 @@ np::nodes::create() {
   done
   [[ -n "${init}" ]] || np::die "node ${name}'s init did not start" "see ${LOCAL_UP_DIR}/logs/node-${name}.log"
   echo "${init}" >"${LOCAL_UP_DIR}/pids/node-${name}"
-  echo "npnode${i}" >>"${NODES_DIR}/veths"
   ip link add "npnode${i}" type veth peer name eth0 netns "${init}" ||
     np::die "could not create node ${name}'s veth pair"
+  echo "npnode${i}" >>"${NODES_DIR}/veths"
   ip link set "npnode${i}" master "${NODE_BRIDGE}" up
   np::nodes::in "${i}" bash -c "$(declare -f np::nodes::setup_inside); np::nodes::setup_inside \"\$@\"" - \
     "${i}" "${n}" "${dir}" "${ip}" "${NODE_HOST_IP}" "${NODE_NET}" "$(np::nodes::hidden_paths)" "${NODE_MOUNTS[@]}" ||

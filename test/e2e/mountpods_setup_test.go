@@ -69,10 +69,16 @@ func muManifest(t testing.TB, file, root string, into any) {
 // first node.
 func muWaitReady(ctx context.Context, t testing.TB, c *framework.Cluster) string {
 	t.Helper()
+	return muWaitReadyOn(ctx, t, c, c.NodeName)
+}
+
+// muWaitReadyOn waits for a Ready, not deleting mount-utilities pod on node.
+func muWaitReadyOn(ctx context.Context, t testing.TB, c *framework.Cluster, node string) string {
+	t.Helper()
 	var name string
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 120*time.Second, true, func(ctx context.Context) (bool, error) {
 		pods, err := c.Client.CoreV1().Pods(muNamespace).List(ctx, metav1.ListOptions{
-			LabelSelector: "app=" + muDaemonSet, FieldSelector: "spec.nodeName=" + c.NodeName})
+			LabelSelector: "app=" + muDaemonSet, FieldSelector: "spec.nodeName=" + node})
 		if err != nil {
 			return false, nil
 		}
@@ -86,7 +92,7 @@ func muWaitReady(ctx context.Context, t testing.TB, c *framework.Cluster) string
 	})
 	if err != nil {
 		out, _ := c.Kubectl(ctx, "-n", muNamespace, "describe", "pods")
-		t.Fatalf("no Ready mount-utilities pod: %v\n%s", err, out)
+		t.Fatalf("no Ready mount-utilities pod on %s: %v\n%s", node, err, out)
 	}
 	return name
 }
@@ -212,11 +218,17 @@ func muWaitEvent(ctx context.Context, t testing.TB, c *framework.Cluster, pod, w
 	return msg
 }
 
-// muKubeletMetric returns the sum of the kubelet's samples of metric whose
-// label set contains every one of labels (as `key="value"`).
+// muKubeletMetric returns the sum of the first node's kubelet's samples of
+// metric whose label set contains every one of labels (as `key="value"`).
 func muKubeletMetric(ctx context.Context, t testing.TB, c *framework.Cluster, metric string, labels ...string) float64 {
 	t.Helper()
-	raw, err := c.Client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", c.NodeName, "proxy", "metrics").DoRaw(ctx)
+	return muKubeletMetricOn(ctx, t, c, c.NodeName, metric, labels...)
+}
+
+// muKubeletMetricOn is muKubeletMetric for node's kubelet.
+func muKubeletMetricOn(ctx context.Context, t testing.TB, c *framework.Cluster, node, metric string, labels ...string) float64 {
+	t.Helper()
+	raw, err := c.Client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy", "metrics").DoRaw(ctx)
 	if err != nil {
 		t.Fatalf("kubelet metrics: %v", err)
 	}

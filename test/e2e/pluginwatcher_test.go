@@ -197,16 +197,7 @@ func TestPluginWatcherCSIDriver(t *testing.T) {
 }
 
 func csiNodeHas(ctx context.Context, c *framework.Cluster, driver string) bool {
-	n, err := c.Client.StorageV1().CSINodes().Get(ctx, c.NodeName, metav1.GetOptions{})
-	if err != nil {
-		return false
-	}
-	for _, d := range n.Spec.Drivers {
-		if d.Name == driver {
-			return true
-		}
-	}
-	return false
+	return csiNodeOf(ctx, c, c.NodeName, driver)
 }
 
 func ptrTo[T any](v T) *T { return &v }

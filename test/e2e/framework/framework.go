@@ -121,12 +121,28 @@ func (c *Cluster) RequireFlag(t testing.TB, component, flag string) {
 	t.Fatalf("%s runs without %s; run the e2e suite with hack/e2e.sh, which sets it", component, flag)
 }
 
-// CreatePod creates pod in the default namespace, pinned to the node, and
-// deletes it when t ends.
+// RequireNodes skips t, saying why, on a cluster of fewer than n nodes
+// (make test-e2e runs NODES=3).
+func (c *Cluster) RequireNodes(t testing.TB, n int) {
+	t.Helper()
+	if len(c.Nodes) < n {
+		t.Skipf("the cluster has %d node(s); this test needs %d (make local-up NODES=3, as make test-e2e runs)", len(c.Nodes), n)
+	}
+}
+
+// CreatePod creates pod in the default namespace, pinned to the first
+// node, and deletes it when t ends.
 func (c *Cluster) CreatePod(ctx context.Context, t testing.TB, pod *corev1.Pod) *corev1.Pod {
 	t.Helper()
+	return c.CreatePodOn(ctx, t, pod, c.NodeName)
+}
+
+// CreatePodOn creates pod in the default namespace, pinned to node (""
+// leaves the choice to the scheduler), and deletes it when t ends.
+func (c *Cluster) CreatePodOn(ctx context.Context, t testing.TB, pod *corev1.Pod, node string) *corev1.Pod {
+	t.Helper()
 	pod.Namespace = "default"
-	pod.Spec.NodeName = c.NodeName
+	pod.Spec.NodeName = node
 	if pod.Spec.TerminationGracePeriodSeconds == nil {
 		zero := int64(0)
 		pod.Spec.TerminationGracePeriodSeconds = &zero

@@ -1,0 +1,85 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/nodeplug/nodeplug/test/e2e/framework"
+)
+
+// TestMultiNodeMountPodAttach: an attachable flex driver that only the
+// mount pods have, used by a pod on node B. The controller-manager's attach
+// and detach and B's kubelet's waitforattach and mountdevice all run in
+// B's mount pod (its driver log shows them); node A's mount pod gets no
+// call, and A's kubelet runs nothing in any mount pod meanwhile.
+func TestMultiNodeMountPodAttach(t *testing.T) {
+	c := framework.Connect(t)
+	c.RequireNodes(t, 2)
+	c.RequireFlag(t, "kube-controller-manager", "--experimental-mount-namespace=kube-mount")
+	c.RequireFlag(t, "kubelet", "--experimental-mount-namespace=kube-mount")
+	ctx := t.Context()
+	a, b := c.Nodes[0], c.Nodes[1]
+	t.Cleanup(func() { muRemove(t, c) })
+	mpA := muDeploy(ctx, t, c)
+	mpB := muWaitReadyOn(ctx, t, c, b.Name)
+	// A's kubelet loads the drivers of its own mount pod (init runs there)
+	// once the pod is Ready; what it runs after that is counted.
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		return muKubeletMetricOn(ctx, t, c, a.Name, "nodeplug_mountpod_exec_total", `where="pod"`, `utility="attach"`) >= 1, nil
+	})
+	if err != nil {
+		t.Fatalf("%s's kubelet did not load the drivers of its mount pod %s", a.Name, mpA)
+	}
+	execsA := muKubeletMetricOn(ctx, t, c, a.Name, "nodeplug_mountpod_exec_total", `where="pod"`)
+
+	pod := framework.BusyboxPod("mu-mn-attach", "cat /data/device && sleep 3600")
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "v", MountPath: "/data"}}
+	pod.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{FlexVolume: &corev1.FlexVolumeSource{
+		Driver: "nodeplug.io/attach"}}}}
+	c.CreatePodOn(ctx, t, pod, b.Name)
+	c.WaitForPod(ctx, t, pod.Name, 150*time.Second, corev1.PodRunning)
+	logB := muDriverLog(ctx, t, c, mpB)
+	for _, want := range []string{" attach ", " waitforattach ", " mountdevice "} {
+		if !strings.Contains(logB, want) {
+			t.Errorf("%s's mount pod driver log has no%scall:\n%s", b.Name, want, logB)
+		}
+	}
+
+	c.DeletePod(t, pod.Name)
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 150*time.Second, true, func(ctx context.Context) (bool, error) {
+		return strings.Contains(muDriverLog(ctx, t, c, mpB), " detach v "), nil
+	})
+	if err != nil {
+		t.Fatalf("%s's mount pod driver log has no detach:\n%s", b.Name, muDriverLog(ctx, t, c, mpB))
+	}
+	if log := muDriverLogIfAny(ctx, c, mpA); strings.Contains(log, " attach") || strings.Contains(log, "mountdevice") {
+		t.Errorf("%s's mount pod got calls for a volume of %s:\n%s", a.Name, b.Name, log)
+	}
+	if n := muKubeletMetricOn(ctx, t, c, a.Name, "nodeplug_mountpod_exec_total", `where="pod"`) - execsA; n != 0 {
+		raw, _ := c.Kubectl(ctx, "get", "--raw", "/api/v1/nodes/"+a.Name+"/proxy/metrics")
+		var lines []string
+		for _, l := range strings.Split(raw, "\n") {
+			if strings.HasPrefix(l, "nodeplug_mountpod_exec_total{") {
+				lines = append(lines, l)
+			}
+		}
+		t.Errorf("%s's kubelet ran %v commands in mount pods while only %s had a volume:\n%s", a.Name, n, b.Name, strings.Join(lines, "\n"))
+	}
+}
+
+// muDriverLogIfAny is the attach driver's log in mount pod mp, or "" if it
+// has none (the driver was never called there).
+func muDriverLogIfAny(ctx context.Context, c *framework.Cluster, mp string) string {
+	out, err := c.Kubectl(ctx, "-n", muNamespace, "exec", mp, "--", "cat", "/var/log/nodeplug-attach/driver.log")
+	if err != nil {
+		return ""
+	}
+	return out
+}

@@ -1,0 +1,63 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeplug/nodeplug/test/e2e/framework"
+)
+
+// TestMultiNodeCSIDriverOnOneNode: a CSI driver that registers through
+// nodeplug's directory on node B appears in B's CSINode only. A pod on B
+// gets its volume; a pod on another node waits with a FailedMount event,
+// as no driver of that name registered there.
+func TestMultiNodeCSIDriverOnOneNode(t *testing.T) {
+	c := framework.Connect(t)
+	c.RequireNodes(t, 2)
+	ctx := t.Context()
+	other, b := c.Nodes[0], c.Nodes[1]
+	startCSIDriver(t, b, registrationDir(t, c))
+	createCSIDriverObject(ctx, t, c)
+	if err := poll(t, 60*time.Second, func() bool { return csiNodeOf(ctx, c, b.Name, csiDriverName) }); err != nil {
+		t.Fatalf("CSINode %s does not list %s: %v", b.Name, csiDriverName, err)
+	}
+	for _, n := range c.Nodes {
+		if n != b && csiNodeOf(ctx, c, n.Name, csiDriverName) {
+			t.Errorf("CSINode %s lists %s, which registered on %s only", n.Name, csiDriverName, b.Name)
+		}
+	}
+
+	onB, elsewhere := csiPod("e2e-mn-csi-b"), csiPod("e2e-mn-csi-other")
+	c.CreatePodOn(ctx, t, onB, b.Name)
+	c.CreatePodOn(ctx, t, elsewhere, other.Name)
+	c.WaitForPod(ctx, t, onB.Name, 90*time.Second, corev1.PodRunning)
+	requireFile(ctx, t, c, onB.Name, "/data/hello", csiGreeting)
+	msg := muWaitEventIn(ctx, t, c, "default", elsewhere.Name, "FailedMount", 90*time.Second)
+	if !strings.Contains(msg, csiDriverName) {
+		t.Errorf("the FailedMount event of the pod on %s does not name the driver: %q", other.Name, msg)
+	}
+	if got := c.WaitForPod(ctx, t, elsewhere.Name, time.Second, corev1.PodPending); got.Spec.NodeName != other.Name {
+		t.Fatalf("pod %s is on %s, want %s", elsewhere.Name, got.Spec.NodeName, other.Name)
+	}
+}
+
+// csiNodeOf reports whether node's CSINode lists driver.
+func csiNodeOf(ctx context.Context, c *framework.Cluster, node, driver string) bool {
+	n, err := c.Client.StorageV1().CSINodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return false
+	}
+	for _, d := range n.Spec.Drivers {
+		if d.Name == driver {
+			return true
+		}
+	}
+	return false
+}
