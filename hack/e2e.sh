@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the e2e suite: brings up the local cluster, runs the Go tests in
+# Runs the e2e suite: brings up the local cluster (three nodes; NODES=1 for
+# one node on the host), runs the Go tests in
 # test/e2e (build tag e2e) against it, and tears the cluster down again,
 # also when a test fails or the run is interrupted. Extra arguments go to
 # go test (e.g. -run TestFlex). Before the suite, hack/local-up-faults_test.sh

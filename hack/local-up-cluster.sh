@@ -89,9 +89,10 @@ MSG
 }
 
 # up_nodes STARTED: the rest of main for NODES > 1. The nodes are created
-# and started at the same time: each gets its namespaces, its containerd,
-# then its kubelet and kube-proxy (which wait for the apiserver), then the
-# images, while etcd and the apiserver start on the host.
+# and started at the same time, each in a background job: its namespaces,
+# its containerd, then its kubelet and kube-proxy (which wait for the
+# apiserver), then the images, while etcd, the apiserver and the rest of
+# the control plane start on the host.
 up_nodes() {
   local started=$1 i jobs=() names=() nodes=()
   mkdir -p "${NODES_DIR}"
@@ -104,14 +105,10 @@ up_nodes() {
   local launched=${SECONDS}
   np::nodes::host_setup
   for ((i = 1; i <= NODES; i++)); do
-    (np::nodes::create "${i}" "${NODES}"; np::nodes::start_containerd "${i}") &
-    jobs+=($!)
-  done
-  np::cluster::start_etcd
-  wait_jobs "creating the nodes" "${jobs[@]}"
-  jobs=()
-  for ((i = 1; i <= NODES; i++)); do
     (
+      set -o errexit
+      np::nodes::create "${i}" "${NODES}"
+      np::nodes::start_containerd "${i}"
       np::nodes::await_containerd "${i}"
       np::nodes::start_kubelet "${i}"
       np::nodes::start_kube_proxy "${i}"
@@ -119,11 +116,12 @@ up_nodes() {
     ) &
     jobs+=($!)
   done
+  np::cluster::start_etcd
   np::cluster::start_apiserver
   mount_pod_rbac
   np::cluster::start_scheduler
   np::cluster::start_controller_manager
-  wait_jobs "starting the nodes' kubelets and kube-proxies and importing the images" "${jobs[@]}"
+  wait_jobs "creating and starting the nodes (namespaces, containerd, kubelet, kube-proxy, images)" "${jobs[@]}"
   np::log "images imported into every node"
   for ((i = 1; i <= NODES; i++)); do
     np::nodes::await_healthz "${i}" kubelet 10248
