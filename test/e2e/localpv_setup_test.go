@@ -110,6 +110,12 @@ func (d *lpvDisks) teardown() {
 // cleanup runs.
 func deployLPV(ctx context.Context, t testing.TB, c *framework.Cluster, d *lpvDisks) {
 	t.Helper()
+	deployLPVWith(ctx, t, c, d, nil)
+}
+
+// deployLPVWith is deployLPV with extra keys in the provisioner's ConfigMap.
+func deployLPVWith(ctx context.Context, t testing.TB, c *framework.Cluster, d *lpvDisks, extra map[string]string) {
+	t.Helper()
 	var docs []string
 	for _, f := range []string{"namespace", "crd", "rbac-master", "rbac-watcher", "admission-policy", "config", "master", "watcher"} {
 		raw, err := os.ReadFile(filepath.Join("../../deploy/local-volume-provisioner", f+".yaml"))
@@ -117,7 +123,7 @@ func deployLPV(ctx context.Context, t testing.TB, c *framework.Cluster, d *lpvDi
 			t.Fatal(err)
 		}
 		for _, doc := range strings.Split(string(raw), "\n---\n") {
-			docs = append(docs, patchLPVDoc(t, doc, d))
+			docs = append(docs, patchLPVDoc(t, doc, d, extra))
 		}
 	}
 	file := filepath.Join(t.TempDir(), "lpv.yaml")
@@ -136,7 +142,7 @@ func deployLPV(ctx context.Context, t testing.TB, c *framework.Cluster, d *lpvDi
 	}
 }
 
-func patchLPVDoc(t testing.TB, doc string, d *lpvDisks) string {
+func patchLPVDoc(t testing.TB, doc string, d *lpvDisks, extra map[string]string) string {
 	t.Helper()
 	var meta struct {
 		Kind     string            `json:"kind"`
@@ -159,6 +165,9 @@ func patchLPVDoc(t testing.TB, doc string, d *lpvDisks) string {
   volumeMode: Block
   blockCleanerCommand: ["sh", "-c", "sleep 10 && dd if=/dev/zero of=$(LOCAL_PV_BLKDEVICE) bs=1M count=4 conv=fsync"]
 `, fastClass, d.fast, blockClass, d.block)
+		for k, v := range extra {
+			cm.Data[k] = v
+		}
 		obj = cm
 	case "DaemonSet":
 		ds := &appsv1.DaemonSet{}

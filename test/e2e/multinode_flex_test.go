@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,10 +27,6 @@ func TestMultiNodeFlexInstaller(t *testing.T) {
 	createDaemonSet(ctx, t, c, loadDriverDaemonSet(t, framework.FlexDir))
 	var pods []string
 	for _, n := range c.Nodes {
-		exe := n.HostPath(filepath.Join(n.FlexDir(), "nodeplug.io~tmpfs", "tmpfs"))
-		if _, err := os.Stat(exe); err != nil {
-			t.Errorf("node %s: the DaemonSet's driver is not installed: %v", n.Name, err)
-		}
 		pod := flexPod("e2e-mn-tmpfs-"+fmt.Sprint(n.Index), "nodeplug.io/tmpfs", nil)
 		c.CreatePodOn(ctx, t, pod, n.Name)
 		pods = append(pods, pod.Name)
@@ -38,11 +35,20 @@ func TestMultiNodeFlexInstaller(t *testing.T) {
 		c.WaitForPod(ctx, t, name, 120*time.Second, corev1.PodRunning)
 		requireMountType(ctx, t, c, name, "tmpfs")
 	}
+	// The installer's pod is Ready before its copy is done (it has no
+	// readiness probe), so the files are checked once the pods run.
+	for _, n := range c.Nodes {
+		exe := n.HostPath(filepath.Join(n.FlexDir(), "nodeplug.io~tmpfs", "tmpfs"))
+		if _, err := os.Stat(exe); err != nil {
+			t.Errorf("node %s: the DaemonSet's driver is not installed: %v", n.Name, err)
+		}
+	}
 }
 
 // TestMultiNodeFlexDriverOnOneNode: a driver installed on node A only. A
-// pod on A runs; a pod pinned to B waits with a FailedMount event, and runs
-// once B gets the driver, without being re-created.
+// pod on A runs; a pod pinned to B waits with a FailedMount event that
+// names the driver, the node and the path of the missing executable, and
+// runs once B gets the driver, without being re-created.
 func TestMultiNodeFlexDriverOnOneNode(t *testing.T) {
 	c := framework.Connect(t)
 	c.RequireNodes(t, 2)
@@ -60,7 +66,11 @@ func TestMultiNodeFlexDriverOnOneNode(t *testing.T) {
 	requireFile(ctx, t, c, onA.Name, "/data/hello", "hello from flex")
 
 	msg := muWaitEventIn(ctx, t, c, "default", onB.Name, "FailedMount", 90*time.Second)
-	t.Logf("the pod on %s, which lacks the driver, waits with: %s", b.Name, msg)
+	for _, want := range []string{`flexvolume driver "` + driver + `" is not installed on node ` + b.Name, filepath.Join(framework.FlexDir, dir, exe)} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the FailedMount event of the pod on %s, which lacks the driver, does not say %q: %s", b.Name, want, msg)
+		}
+	}
 	if got := c.WaitForPod(ctx, t, onB.Name, time.Second, corev1.PodPending); got.Spec.NodeName != b.Name {
 		t.Fatalf("pod %s is on %s, want %s", onB.Name, got.Spec.NodeName, b.Name)
 	}

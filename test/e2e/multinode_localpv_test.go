@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -28,7 +29,9 @@ import (
 // created without a node lands on its PV's node and writes to that node's
 // disk; every discovery and cleanup pod runs on the node it is for; and a
 // watcher's own token, as a compromised node would read it from its pods,
-// cannot write another node's NodeDiskState.
+// cannot write another node's NodeDiskState. Last, deleting a Node object
+// (with deleteUnboundPVsOfDeletedNodes) removes that node's unbound PV and
+// leaves the other node's PV and its pod alone.
 func TestMultiNodeLocalPV(t *testing.T) {
 	c := framework.Connect(t)
 	c.RequireNodes(t, 2)
@@ -41,7 +44,7 @@ func TestMultiNodeLocalPV(t *testing.T) {
 		vols[n.Name] = disks[n.Name].addDir("vol0")
 	}
 	jobPods := watchProvisionerPods(ctx, t, c)
-	deployLPV(ctx, t, c, disks[nodes[0].Name])
+	deployLPVWith(ctx, t, c, disks[nodes[0].Name], map[string]string{"deleteUnboundPVsOfDeletedNodes": "true"})
 
 	pvs := map[string]*corev1.PersistentVolume{}
 	for _, n := range nodes {
@@ -108,6 +111,31 @@ func TestMultiNodeLocalPV(t *testing.T) {
 		if out, err := replaceNodeDiskState(ctx, t, c, token, b.Name); err != nil {
 			t.Errorf("node %s's watcher token updating its own NodeDiskState: %v %s", b.Name, err, out)
 		}
+	})
+
+	t.Run("deleting a node's Node object removes its unbound PV and leaves the other node's", func(t *testing.T) {
+		a, b := nodes[0], nodes[1]
+		gone := waitForPVOn(ctx, t, c, b.Name, vols[b.Name], "", corev1.VolumeAvailable)
+		kept := findPVOn(ctx, t, c, a.Name, vols[a.Name])
+		if kept == nil {
+			t.Fatalf("no PV for %s's disk", a.Name)
+		}
+		if err := c.Client.CoreV1().Nodes().Delete(ctx, b.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// The kubelet registers its Node only when it starts.
+		t.Cleanup(func() { restartComponentOn(context.Background(), t, c, b, "kubelet", nil) })
+		err := poll(t, 120*time.Second, func() bool {
+			_, err := c.Client.CoreV1().PersistentVolumes().Get(ctx, gone.Name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		})
+		if err != nil {
+			t.Fatalf("PV %s of deleted node %s still exists: %v", gone.Name, b.Name, err)
+		}
+		if pv := findPVOn(ctx, t, c, a.Name, vols[a.Name]); pv == nil || pv.UID != kept.UID {
+			t.Fatalf("PV %s of %s is gone or replaced after %s was deleted", kept.Name, a.Name, b.Name)
+		}
+		requireFile(ctx, t, c, fmt.Sprintf("e2e-mn-lpv-%d", a.Index), "/data/f", "from-"+a.Name)
 	})
 }
 

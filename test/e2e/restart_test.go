@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
@@ -46,7 +47,18 @@ var componentHealth = map[string]string{
 // original command line.
 func restartComponent(ctx context.Context, tb testing.TB, c *framework.Cluster, name string, edit func([]string) []string) func() {
 	tb.Helper()
+	return restartComponentOn(ctx, tb, c, c.Node, name, edit)
+}
+
+// restartComponentOn is restartComponent for node n's kubelet (n is not
+// used for a control plane component).
+func restartComponentOn(ctx context.Context, tb testing.TB, c *framework.Cluster, n *framework.Node, name string, edit func([]string) []string) func() {
+	tb.Helper()
+	onNode := name == "kubelet"
 	pidFile := c.PIDFile(name)
+	if onNode {
+		pidFile = n.PIDFile(name)
+	}
 	raw, err := os.ReadFile(pidFile)
 	if err != nil {
 		tb.Fatal(err)
@@ -60,18 +72,18 @@ func restartComponent(ctx context.Context, tb testing.TB, c *framework.Cluster, 
 	if edit != nil {
 		edited = edit(argv)
 	}
-	restartAs(ctx, tb, c, name, pid, edited, env)
+	restartAs(ctx, tb, c, n, name, pidFile, pid, edited, env)
 	return func() {
 		raw, err := os.ReadFile(pidFile)
 		if err != nil {
 			tb.Error(err)
 			return
 		}
-		restartAs(ctx, tb, c, name, strings.TrimSpace(string(raw)), argv, env)
+		restartAs(ctx, tb, c, n, name, pidFile, strings.TrimSpace(string(raw)), argv, env)
 	}
 }
 
-func restartAs(ctx context.Context, tb testing.TB, c *framework.Cluster, name, pid string, argv, env []string) {
+func restartAs(ctx context.Context, tb testing.TB, c *framework.Cluster, n *framework.Node, name, pidFile, pid string, argv, env []string) {
 	tb.Helper()
 	var p int
 	fmt.Sscan(pid, &p)
@@ -86,7 +98,7 @@ func restartAs(ctx context.Context, tb testing.TB, c *framework.Cluster, name, p
 	onNode := name == "kubelet"
 	logPath := filepath.Join(c.Dir, "logs", name+".log")
 	if onNode {
-		logPath = c.Node.Log(name)
+		logPath = n.Log(name)
 	}
 	logf, err := os.OpenFile(logPath, os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -95,7 +107,7 @@ func restartAs(ctx context.Context, tb testing.TB, c *framework.Cluster, name, p
 	defer logf.Close()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	if onNode {
-		cmd = c.Node.DaemonCommand(argv[0], argv[1:]...)
+		cmd = n.DaemonCommand(argv[0], argv[1:]...)
 	}
 	cmd.Env, cmd.Stdout, cmd.Stderr = env, logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -105,31 +117,36 @@ func restartAs(ctx context.Context, tb testing.TB, c *framework.Cluster, name, p
 	go func() { _ = cmd.Wait() }()
 	newPID := cmd.Process.Pid
 	if onNode {
-		if newPID, err = c.Node.DaemonPID(ctx, cmd); err != nil {
+		if newPID, err = n.DaemonPID(ctx, cmd); err != nil {
 			tb.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(c.PIDFile(name), fmt.Appendf(nil, "%d\n", newPID), 0o644); err != nil {
+	if err := os.WriteFile(pidFile, fmt.Appendf(nil, "%d\n", newPID), 0o644); err != nil {
 		tb.Fatal(err)
 	}
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(context.Context) (bool, error) {
-		return healthy(ctx, c, name, onNode), nil
+		return healthy(ctx, n, name, onNode), nil
 	}); err != nil {
 		tb.Fatalf("%s not healthy after its restart: %v", name, err)
 	}
 	if onNode {
-		if _, err := c.Kubectl(ctx, "wait", "--for=condition=Ready", "node/"+c.NodeName, "--timeout=60s"); err != nil {
-			tb.Fatalf("node not Ready after the kubelet restart: %v", err)
+		// The Node may not exist yet: a kubelet registers it when it starts.
+		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+			node, err := c.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+			return err == nil && nodeReady(node), nil
+		})
+		if err != nil {
+			tb.Fatalf("node %s not Ready 60 s after the kubelet restart: %v", n.Name, err)
 		}
 	}
 }
 
-// healthy reports whether component answers its health check, on the
-// first node's loopback for a node component.
-func healthy(ctx context.Context, c *framework.Cluster, component string, onNode bool) bool {
+// healthy reports whether component answers its health check, on node n's
+// loopback for a node component.
+func healthy(ctx context.Context, n *framework.Node, component string, onNode bool) bool {
 	url := componentHealth[component]
 	if onNode {
-		return c.Node.Command(ctx, "curl", "-sfk", "--max-time", "2", url).Run() == nil
+		return n.Command(ctx, "curl", "-sfk", "--max-time", "2", url).Run() == nil
 	}
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // #nosec G402 -- a local health check

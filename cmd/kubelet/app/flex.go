@@ -54,7 +54,9 @@ func useFlexVolumeDiscovery(ctx context.Context, s *options.KubeletServer, deps 
 			mp.podProber = p
 		}
 	}
-	deps.DynamicPluginProber = npflex.NewMultiView(views...)
+	// A flexVolume whose driver the node lacks fails with an error naming
+	// the driver and its path, not upstream's "no volume plugin matched".
+	deps.DynamicPluginProber = npflex.WithMissingDriverPlugin(npflex.NewMultiView(views...), node.Name, dirs)
 	deps.Options = append(deps.Options, func(k *kubelet.Kubelet) {
 		if deps.Recorder != nil {
 			for _, p := range probers {

@@ -84,6 +84,11 @@ func (n *Node) Component(name string) string {
 	return name + "-" + n.Name
 }
 
+// PIDFile is the pid file of the node's component (see Component).
+func (n *Node) PIDFile(component string) string {
+	return filepath.Join(n.c.Dir, "pids", n.Component(component))
+}
+
 // RootDir is the kubelet's root dir as the kubelet sees it.
 func (n *Node) RootDir() string {
 	if n.OnHost() {
