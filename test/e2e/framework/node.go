@@ -295,8 +295,8 @@ func (n *Node) UnmountAll(t testing.TB, dir string) {
 		if len(found) == 0 {
 			return
 		}
-		for i := len(found) - 1; i >= 0; i-- {
-			_ = n.Command(ctx, "umount", "-l", found[i]).Run()
+		for _, m := range slices.Backward(found) {
+			_ = n.Command(ctx, "umount", "-l", m).Run()
 		}
 	}
 	t.Errorf("mounts remain below %s on node %s", dir, n.Name)
