@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
@@ -82,4 +83,54 @@ func muDriverLogIfAny(ctx context.Context, c *framework.Cluster, mp string) stri
 		return ""
 	}
 	return out
+}
+
+// TestMultiNodeMountUtilitiesUpgrade: hack/mount-utilities-upgrade.sh moves
+// node A to a new image version while a consumer on node B uses a volume
+// B's mount pod serves. A's consumer is evicted and A's mount pod replaced;
+// B's mount pod, its consumer and the consumer's volume are untouched, and
+// B keeps no taint.
+func TestMultiNodeMountUtilitiesUpgrade(t *testing.T) {
+	c := framework.Connect(t)
+	c.RequireNodes(t, 2)
+	c.RequireFlag(t, "kubelet", "--experimental-mount-namespace=kube-mount")
+	ctx := t.Context()
+	t.Setenv("MU_POLL_INTERVAL", "0.5")
+	a, b := c.Nodes[0], c.Nodes[1]
+	t.Cleanup(func() { muRemove(t, c) })
+	oldA := muDeploy(ctx, t, c)
+	mpB := muWaitReadyOn(ctx, t, c, b.Name)
+	fuse := corev1.VolumeSource{FlexVolume: &corev1.FlexVolumeSource{Driver: "nodeplug.io/fuse"}}
+	c.CreatePodOn(ctx, t, muConsumer("mu-mn-up-a", fuse), a.Name)
+	c.CreatePodOn(ctx, t, muConsumer("mu-mn-up-b", fuse), b.Name)
+	c.WaitForPod(ctx, t, "mu-mn-up-a", 120*time.Second, corev1.PodRunning)
+	before := c.WaitForPod(ctx, t, "mu-mn-up-b", 120*time.Second, corev1.PodRunning)
+	muNewVersion(ctx, t, c, 2)
+
+	out, code := muUpgrade(ctx, t, c, "--timeout", "180", a.Name)
+	if code != 0 {
+		t.Fatalf("upgrading %s: exit %d:\n%s", a.Name, code, out)
+	}
+	if cur := muWaitReadyOn(ctx, t, c, a.Name); cur == oldA {
+		t.Errorf("%s's mount pod %s was not replaced", a.Name, oldA)
+	}
+	if cur := muWaitReadyOn(ctx, t, c, b.Name); cur != mpB {
+		t.Errorf("%s's mount pod %s was replaced by %s while only %s was upgraded", b.Name, mpB, cur, a.Name)
+	}
+	after, err := c.Client.CoreV1().Pods("default").Get(ctx, "mu-mn-up-b", metav1.GetOptions{})
+	if err != nil || after.UID != before.UID || krContainer(after) != krContainer(before) {
+		t.Fatalf("%s's consumer changed during %s's upgrade: %v, %v", b.Name, a.Name, krContainer(after), err)
+	}
+	if got, err := c.Kubectl(ctx, "exec", "mu-mn-up-b", "--", "cat", "/data/f"); err != nil || strings.TrimSpace(got) != "written-by-mu-mn-up-b" {
+		t.Errorf("%s's consumer lost its volume during %s's upgrade: %q, %v", b.Name, a.Name, got, err)
+	}
+	node, err := c.Client.CoreV1().Nodes().Get(ctx, b.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, taint := range node.Spec.Taints {
+		if taint.Key == muTaintKey {
+			t.Errorf("%s got the upgrade taint while %s was upgraded", b.Name, a.Name)
+		}
+	}
 }
