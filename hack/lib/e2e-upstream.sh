@@ -33,13 +33,18 @@ np::e2e_upstream::image_ref() {
 }
 
 # np::e2e_upstream::build_images DIR: DIR/{agnhost,busybox,pause}.tar.
-# agnhost gets busybox's applets in /bin: its host-exec pods run nsenter
-# and sh, which upstream's image has from its base image.
+# agnhost gets busybox's applets in /bin and the host's util-linux nsenter
+# in /usr/bin, ahead in PATH, as upstream's image has util-linux's: its
+# host-exec pods run "nsenter --mount=... -- sh -c CMD", and busybox's
+# nsenter would run its own sh and applets (its losetup cannot list loop
+# devices) instead of the node's.
 np::e2e_upstream::build_images() {
-  local dir=$1 bb
+  local dir=$1 bb nsenter out
   mkdir -p "${dir}"
   mapfile -t bb < <(np::images::busybox_args)
-  "${BIN_DIR}/mkimage" -o "${dir}/agnhost.tar" -name "$(np::e2e_upstream::image_ref agnhost)" "${bb[@]}" \
+  out=$(np::images::host_binary_args /usr/bin/nsenter) || np::die "util-linux's nsenter is missing" "apt-get install util-linux"
+  mapfile -t nsenter <<<"${out}"
+  "${BIN_DIR}/mkimage" -o "${dir}/agnhost.tar" -name "$(np::e2e_upstream::image_ref agnhost)" "${bb[@]}" "${nsenter[@]}" \
     -file "/agnhost=${BIN_DIR}/agnhost:0755" -link /agnhost-2=agnhost -dir /uploads \
     -entrypoint /agnhost -cmd pause || np::die "building the agnhost image failed"
   "${BIN_DIR}/mkimage" -o "${dir}/busybox.tar" -name "$(np::e2e_upstream::image_ref busybox)" "${bb[@]}" \
@@ -66,27 +71,39 @@ np::e2e_upstream::import() {
 np::e2e_upstream::mount_utilities() {
   "${BIN_DIR}/kubectl" apply -k "${NODEPLUG_ROOT}/deploy/mount-utilities" >/dev/null ||
     np::die "applying deploy/mount-utilities failed" "see the kubectl error above"
-  "${BIN_DIR}/kubectl" -n kube-mount rollout status daemonset --timeout=120s >/dev/null ||
+  # The DaemonSet updates OnDelete, so no rollout status: every node's pod Ready.
+  np::wait_for 120 "mount-utilities pods" bash -c "[[ \$('${BIN_DIR}/kubectl' -n kube-mount get daemonset mount-utilities \
+    -o jsonpath='{.status.numberReady}') == ${NODES} ]]" ||
     np::die "the mount-utilities pods did not become Ready on every node" \
       "kubectl -n kube-mount describe pods; see ${LOCAL_UP_DIR}/logs/kubelet-*.log"
   np::log "mount utilities Ready on every node"
 }
 
-# np::e2e_upstream::summary LOG: "N passed, N failed, N skipped" from
-# ginkgo's closing lines in LOG (ANSI colours removed).
+# np::e2e_upstream::summary REPORT: the counts of ginkgo's JSON REPORT:
+# the specs the focus and skip select, and of those how many passed,
+# failed, and skipped themselves (upstream's specs skip when the cluster
+# lacks what they need), then the closing line "N passed, N failed, N
+# skipped"; the failed and skipped specs with the reason are in
+# ${RESULTS}/specs.txt.
 np::e2e_upstream::summary() {
-  sed 's/\x1b\[[0-9;]*m//g' "$1" | awk '
-    /^Ran [0-9]+ of [0-9]+ Specs/ {ran = $2; total = $4}
-    / Passed \| [0-9]+ Failed \|/ {
-      for (i = 1; i <= NF; i++) {
-        if ($(i) == "Passed") p = $(i - 1)
-        if ($(i) == "Failed") f = $(i - 1)
-        if ($(i) == "Skipped") s = $(i - 1)
-      }
-    }
-    END {
-      if (ran == "") exit 1
-      printf "specs: %d run of %d, %d passed, %d failed, %d skipped\n", ran, total, p, f, s
-      printf "e2e-upstream: %d passed, %d failed, %d skipped\n", p, f, s
-    }'
+  python3 - "$1" "$(dirname "$1")/specs.txt" <<'PY'
+import collections, json, sys
+counts, lines = collections.Counter(), []
+for suite in json.load(open(sys.argv[1])):
+    for spec in suite.get("SpecReports") or []:
+        if spec.get("LeafNodeType") != "It":
+            continue
+        state, msg = spec.get("State"), (spec.get("Failure") or {}).get("Message", "")
+        if state == "skipped" and not msg:
+            continue  # not selected by the focus and skip
+        state = "failed" if state not in ("passed", "skipped") else state
+        counts[state] += 1
+        name = " ".join(spec.get("ContainerHierarchyTexts") or []) + " " + spec.get("LeafNodeText", "")
+        lines.append(f"{state}\t{name}\t{msg.splitlines()[0] if msg else ''}")
+open(sys.argv[2], "w").write("\n".join(sorted(lines)) + "\n")
+total = sum(counts.values())
+print(f"specs selected: {total}; details in {sys.argv[2]}")
+print(f"e2e-upstream: {counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped")
+PY
 }
+
