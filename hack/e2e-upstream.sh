@@ -9,7 +9,7 @@
 #
 # Environment: E2E_UPSTREAM_FOCUS, E2E_UPSTREAM_SKIP (ginkgo regexps),
 # E2E_UPSTREAM_PROCS (specs run at once, 3), E2E_UPSTREAM_TIMEOUT (of the
-# specs, 15m), NODES (3), SKIP_BUILD=1 (reuse ${BIN_DIR}). Extra arguments
+# specs, 20m), NODES (3), SKIP_BUILD=1 (reuse ${BIN_DIR}). Extra arguments
 # go to ginkgo (e.g. -v, --dry-run with E2E_UPSTREAM_PROCS=1).
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
@@ -30,7 +30,7 @@ source "${NODEPLUG_ROOT}/hack/lib/e2e-upstream.sh"
 E2E_UPSTREAM_FOCUS=${E2E_UPSTREAM_FOCUS:-'PersistentVolumes-local|In-tree Volumes \[Driver: local\]'}
 E2E_UPSTREAM_SKIP=${E2E_UPSTREAM_SKIP:-'\[Slow\]|\[Serial\]|\[Disruptive\]|\[Flaky\]|\[Feature:'}
 E2E_UPSTREAM_PROCS=${E2E_UPSTREAM_PROCS:-3}
-E2E_UPSTREAM_TIMEOUT=${E2E_UPSTREAM_TIMEOUT:-15m}
+E2E_UPSTREAM_TIMEOUT=${E2E_UPSTREAM_TIMEOUT:-20m}
 RESULTS=${OUT_DIR}/e2e-upstream
 
 teardown() {

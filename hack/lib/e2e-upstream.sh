@@ -24,7 +24,7 @@ np::e2e_upstream::build() {
 }
 
 # np::e2e_upstream::image_ref KEY: the reference upstream's specs use for
-# KEY (agnhost, busybox, pause), KUBE_TEST_REPO_LIST applied.
+# KEY (agnhost, busybox, nginx, pause), KUBE_TEST_REPO_LIST applied.
 np::e2e_upstream::image_ref() {
   local ref
   ref=$("${BIN_DIR}/e2eimages" | awk -v k="$1" '$1 == k {print $2}')
@@ -32,7 +32,7 @@ np::e2e_upstream::image_ref() {
   echo "${ref}"
 }
 
-# np::e2e_upstream::build_images DIR: DIR/{agnhost,busybox,pause}.tar.
+# np::e2e_upstream::build_images DIR: DIR/{agnhost,busybox,nginx,pause}.tar.
 # agnhost gets busybox's applets in /bin and the host's util-linux nsenter
 # in /usr/bin, ahead in PATH, as upstream's image has util-linux's: its
 # host-exec pods run "nsenter --mount=... -- sh -c CMD", and busybox's
@@ -49,6 +49,10 @@ np::e2e_upstream::build_images() {
     -entrypoint /agnhost -cmd pause || np::die "building the agnhost image failed"
   "${BIN_DIR}/mkimage" -o "${dir}/busybox.tar" -name "$(np::e2e_upstream::image_ref busybox)" "${bb[@]}" \
     -cmd sh || np::die "building the busybox image failed"
+  # Not nginx: the one selected spec that names this image (volumes "should
+  # allow exec of files on the volume") runs /bin/sh, chmod and ls in it.
+  "${BIN_DIR}/mkimage" -o "${dir}/nginx.tar" -name "$(np::e2e_upstream::image_ref nginx)" "${bb[@]}" \
+    -cmd sh || np::die "building the image named nginx failed"
   "${BIN_DIR}/mkimage" -o "${dir}/pause.tar" -name "$(np::e2e_upstream::image_ref pause)" \
     -file "/pause=${BIN_DIR}/pause:0755" -entrypoint /pause || np::die "building the pause image failed"
 }
