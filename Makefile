@@ -3,11 +3,12 @@ SHELL := /usr/bin/env bash
 .DEFAULT_GOAL := help
 
 GO_TEST_FLAGS ?=
+E2E_UPSTREAM_FLAGS ?=
 LINT_FLAGS ?=
 
 .PHONY: help
 help: ## List the targets.
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: ## Build every binary into _output/bin.
@@ -32,6 +33,10 @@ test-integration: ## Integration tests against a real kube-apiserver and etcd.
 .PHONY: test-e2e
 test-e2e: ## local-up, the e2e suite against the cluster, local-down (also on failure).
 	hack/e2e.sh $(GO_TEST_FLAGS)
+
+.PHONY: test-e2e-upstream
+test-e2e-upstream: ## Upstream's e2e storage specs (local volumes) on a 3-node local cluster, then local-down (also on failure).
+	hack/e2e-upstream.sh $(E2E_UPSTREAM_FLAGS)
 
 .PHONY: verify
 verify: ## gofmt, go vet, golangci-lint, the go.mod pin, no build outputs or big files in git, shell syntax.

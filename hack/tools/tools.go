@@ -12,4 +12,8 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
 	_ "k8s.io/kubernetes/cmd/kubelet"
+	// agnhost, for the images of upstream's e2e specs (hack/e2e-upstream.sh).
+	_ "k8s.io/kubernetes/test/images/agnhost"
+	// ginkgo, which runs those specs in parallel.
+	_ "github.com/onsi/ginkgo/v2/ginkgo"
 )
