@@ -54,9 +54,7 @@ func useFlexVolumeDiscovery(ctx context.Context, s *options.KubeletServer, deps 
 			mp.podProber = p
 		}
 	}
-	// A flexVolume whose driver the node lacks fails with an error naming
-	// the driver and its path, not upstream's "no volume plugin matched".
-	deps.DynamicPluginProber = npflex.WithMissingDriverPlugin(npflex.NewMultiView(views...), node.Name, dirs)
+	deps.DynamicPluginProber = npflex.NewMultiView(views...)
 	deps.Options = append(deps.Options, func(k *kubelet.Kubelet) {
 		if deps.Recorder != nil {
 			for _, p := range probers {
