@@ -31,7 +31,7 @@ test-integration: ## Integration tests against a real kube-apiserver and etcd.
 	hack/test-integration.sh $(GO_TEST_FLAGS)
 
 .PHONY: test-e2e
-test-e2e: ## local-up, the e2e suite against the cluster, local-down (also on failure).
+test-e2e: ## local-up with three nodes (NODES=1: one), the e2e suite against it, local-down (also on failure).
 	hack/e2e.sh $(GO_TEST_FLAGS)
 
 .PHONY: test-e2e-upstream
