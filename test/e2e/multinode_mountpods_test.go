@@ -26,9 +26,16 @@ func TestMultiNodeMountPodAttach(t *testing.T) {
 	c.RequireFlag(t, "kube-controller-manager", "--experimental-mount-namespace=kube-mount")
 	c.RequireFlag(t, "kubelet", "--experimental-mount-namespace=kube-mount")
 	ctx := t.Context()
-	a, b := c.Nodes[0], c.Nodes[1]
+	// A is a node no earlier test gave an attachable volume (the first node
+	// may still be tearing one down), so that its kubelet's count is this
+	// test's alone.
+	a, b := c.Nodes[len(c.Nodes)-1], c.Nodes[1]
+	if a == b {
+		c.RequireNodes(t, 3)
+	}
 	t.Cleanup(func() { muRemove(t, c) })
-	mpA := muDeploy(ctx, t, c)
+	muDeploy(ctx, t, c)
+	mpA := muWaitReadyOn(ctx, t, c, a.Name)
 	mpB := muWaitReadyOn(ctx, t, c, b.Name)
 	// A's kubelet loads the drivers of its own mount pod (init runs there)
 	// once the pod is Ready; what it runs after that is counted.
