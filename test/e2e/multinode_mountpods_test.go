@@ -19,16 +19,18 @@ import (
 // mount pods have, used by a pod on node B. The controller-manager's attach
 // and detach and B's kubelet's waitforattach and mountdevice all run in
 // B's mount pod (its driver log shows them); node A's mount pod gets no
-// call, and A's kubelet runs nothing in any mount pod meanwhile.
+// call. (A's kubelet cannot exec into B's pod at all: it reaches
+// containers through its own node's runtime only. Its exec counter does
+// not tell its own mount pod's driver probes from other calls, so it is
+// not checked here.)
 func TestMultiNodeMountPodAttach(t *testing.T) {
 	c := framework.Connect(t)
 	c.RequireNodes(t, 2)
 	c.RequireFlag(t, "kube-controller-manager", "--experimental-mount-namespace=kube-mount")
 	c.RequireFlag(t, "kubelet", "--experimental-mount-namespace=kube-mount")
 	ctx := t.Context()
-	// A is a node no earlier test gave an attachable volume (the first node
-	// may still be tearing one down), so that its kubelet's count is this
-	// test's alone.
+	// A is the last node: the first may still be tearing down an earlier
+	// test's attachable volume.
 	a, b := c.Nodes[len(c.Nodes)-1], c.Nodes[1]
 	if a == b {
 		c.RequireNodes(t, 3)
@@ -37,15 +39,6 @@ func TestMultiNodeMountPodAttach(t *testing.T) {
 	muDeploy(ctx, t, c)
 	mpA := muWaitReadyOn(ctx, t, c, a.Name)
 	mpB := muWaitReadyOn(ctx, t, c, b.Name)
-	// A's kubelet loads the drivers of its own mount pod (init runs there)
-	// once the pod is Ready; what it runs after that is counted.
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		return muKubeletMetricOn(ctx, t, c, a.Name, "nodeplug_mountpod_exec_total", `where="pod"`, `utility="attach"`) >= 1, nil
-	})
-	if err != nil {
-		t.Fatalf("%s's kubelet did not load the drivers of its mount pod %s", a.Name, mpA)
-	}
-	execsA := muKubeletMetricOn(ctx, t, c, a.Name, "nodeplug_mountpod_exec_total", `where="pod"`)
 
 	pod := framework.BusyboxPod("mu-mn-attach", "cat /data/device && sleep 3600")
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "v", MountPath: "/data"}}
@@ -61,7 +54,7 @@ func TestMultiNodeMountPodAttach(t *testing.T) {
 	}
 
 	c.DeletePod(t, pod.Name)
-	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 150*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 150*time.Second, true, func(ctx context.Context) (bool, error) {
 		return strings.Contains(muDriverLog(ctx, t, c, mpB), " detach v "), nil
 	})
 	if err != nil {
@@ -69,16 +62,6 @@ func TestMultiNodeMountPodAttach(t *testing.T) {
 	}
 	if log := muDriverLogIfAny(ctx, c, mpA); strings.Contains(log, " attach") || strings.Contains(log, "mountdevice") {
 		t.Errorf("%s's mount pod got calls for a volume of %s:\n%s", a.Name, b.Name, log)
-	}
-	if n := muKubeletMetricOn(ctx, t, c, a.Name, "nodeplug_mountpod_exec_total", `where="pod"`) - execsA; n != 0 {
-		raw, _ := c.Kubectl(ctx, "get", "--raw", "/api/v1/nodes/"+a.Name+"/proxy/metrics")
-		var lines []string
-		for _, l := range strings.Split(raw, "\n") {
-			if strings.HasPrefix(l, "nodeplug_mountpod_exec_total{") {
-				lines = append(lines, l)
-			}
-		}
-		t.Errorf("%s's kubelet ran %v commands in mount pods while only %s had a volume:\n%s", a.Name, n, b.Name, strings.Join(lines, "\n"))
 	}
 }
 
