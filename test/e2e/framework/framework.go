@@ -75,7 +75,7 @@ var nodeComponents = map[string]bool{"kubelet": true, "kube-proxy": true, "conta
 // control plane one.
 func (c *Cluster) PIDFile(component string) string {
 	if nodeComponents[component] {
-		component = c.Node.Component(component)
+		return c.Node.PIDFile(component)
 	}
 	return filepath.Join(c.Dir, "pids", component)
 }

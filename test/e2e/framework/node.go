@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/mount-utils"
 )
 
 // Upstream's default paths, which each node of a multi-node cluster mounts
@@ -215,18 +217,13 @@ func (n *Node) mountInfo() ([][2]string, error) {
 		}
 		file = fmt.Sprintf("/proc/%d/mountinfo", pid)
 	}
-	raw, err := os.ReadFile(file)
+	infos, err := mount.ParseMountInfo(file)
 	if err != nil {
 		return nil, fmt.Errorf("mount table of node %s: %w", n.Name, err)
 	}
-	var mounts [][2]string
-	for _, line := range strings.Split(string(raw), "\n") {
-		f := strings.Fields(line)
-		sep := slices.Index(f, "-")
-		if len(f) < 5 || sep < 0 || sep+1 >= len(f) {
-			continue
-		}
-		mounts = append(mounts, [2]string{unescapeMountPath(f[4]), f[sep+1]})
+	mounts := make([][2]string, 0, len(infos))
+	for _, m := range infos {
+		mounts = append(mounts, [2]string{unescapeMountPath(m.MountPoint), m.FsType})
 	}
 	return mounts, nil
 }
