@@ -1,0 +1,88 @@
+{{/*
+lvp.checks refuses the values of the upstream chart that nodeplug cannot
+honour, each with the key and what to do. It renders nothing.
+*/}}
+{{- define "lvp.checks" -}}
+{{- $v := .Values -}}
+{{- range $key := list "common" "daemonset" "prometheus" "engine" -}}
+{{- if hasKey $v $key -}}
+{{- fail (printf "values: %q is a key of the upstream chart before 2.2.0; move its keys to the top level as upstream's 2.x chart has them (upstream's update-helm-values-pre-v2.2.0 helper does it), then run helm upgrade again" $key) -}}
+{{- end -}}
+{{- end -}}
+{{- if $v.enableWindows -}}
+{{- fail "values: enableWindows: nodeplug's provisioner runs on Linux nodes only; set enableWindows: false" -}}
+{{- end -}}
+{{- if $v.removeNodeNotReadyTaint -}}
+{{- fail "values: removeNodeNotReadyTaint: nodeplug never updates Nodes, so it cannot remove a startup taint; drop the taint from the node pool's startup taints, then set removeNodeNotReadyTaint: false" -}}
+{{- end -}}
+{{- if not $v.serviceAccount.create -}}
+{{- fail "values: serviceAccount.create: false: nodeplug needs two ServiceAccounts with different rights (the master writes PVs, the watcher only its node's NodeDiskState) and creates them as <fullname>-master and <fullname>-watcher; set serviceAccount.create: true" -}}
+{{- end -}}
+{{- if $v.serviceAccount.name -}}
+{{- fail (printf "values: serviceAccount.name %q: nodeplug names its two ServiceAccounts <fullname>-master and <fullname>-watcher (set fullnameOverride to choose the prefix); remove serviceAccount.name" $v.serviceAccount.name) -}}
+{{- end -}}
+{{- if $v.rbac.extraRules -}}
+{{- fail "values: rbac.extraRules: nodeplug's watcher may write only its node's NodeDiskState and its master is the only PV writer; grant what your init containers need with your own Role bound to ServiceAccount <fullname>-watcher, and remove rbac.extraRules" -}}
+{{- end -}}
+{{- if contains "sig-storage/local-volume-provisioner" (toString $v.image) -}}
+{{- fail (printf "values: image %q is the upstream provisioner's image, which has no master or watcher; remove image to use the chart's default, or name a build of nodeplug's image (build/local-volume-provisioner)" (toString $v.image)) -}}
+{{- end -}}
+{{- if $v.hostPID -}}
+{{- fail "values: hostPID: nodeplug's watcher needs no host PID namespace and is not given one; set hostPID: false" -}}
+{{- end -}}
+{{- if $v.securityContext -}}
+{{- fail "values: securityContext: nodeplug's watcher runs with a fixed least-privilege securityContext (not privileged; block cleanup Jobs are privileged on their own); remove securityContext" -}}
+{{- end -}}
+{{- if and (not $v.mountDevVolume) (include "lvp.hasDeviceClass" .) -}}
+{{- fail "values: mountDevVolume: false, but a class has volumeMode: Block or an fsType, and the watcher needs the host's /dev to see block devices; set mountDevVolume: true" -}}
+{{- end -}}
+{{- include "lvp.checkClasses" . -}}
+{{- end -}}
+
+{{- define "lvp.checkClasses" -}}
+{{- if not .Values.classes -}}
+{{- fail "values: classes is empty: list at least one class (name, hostDir)" -}}
+{{- end -}}
+{{- $seen := dict -}}
+{{- range $i, $c := .Values.classes -}}
+{{- if not (kindIs "map" $c) -}}
+{{- fail (printf "values: classes[%d] is not a map with name and hostDir" $i) -}}
+{{- end -}}
+{{- if not $c.name -}}
+{{- fail (printf "values: classes[%d] has no name" $i) -}}
+{{- end -}}
+{{- if hasKey $seen $c.name -}}
+{{- fail (printf "values: classes[%d]: class %q is listed twice; give each class its own name" $i $c.name) -}}
+{{- end -}}
+{{- $_ := set $seen $c.name true -}}
+{{- if not (hasPrefix "/" (toString $c.hostDir)) -}}
+{{- fail (printf "values: classes[%d] (%s): hostDir %q must be an absolute path on the host" $i $c.name (toString $c.hostDir)) -}}
+{{- end -}}
+{{- if and $c.volumeMode (not (has (toString $c.volumeMode) (list "Filesystem" "Block"))) -}}
+{{- fail (printf "values: classes[%d] (%s): volumeMode %q must be Filesystem or Block" $i $c.name (toString $c.volumeMode)) -}}
+{{- end -}}
+{{- if and (or (eq (toString $c.volumeMode) "Block") $c.fsType) (not $c.blockCleanerCommand) -}}
+{{- fail (printf "values: classes[%d] (%s): a class with volumeMode: Block or an fsType needs blockCleanerCommand; the upstream provisioner defaulted to /scripts/quick_reset.sh, which leaves data readable on devices without discard support: set blockCleanerCommand, for example [\"/scripts/shred.sh\", \"2\"], or [\"/scripts/quick_reset.sh\"] to keep upstream's behaviour" $i $c.name) -}}
+{{- end -}}
+{{- if and $c.storageClass (kindIs "map" $c.storageClass) $c.storageClass.reclaimPolicy (not (has (toString $c.storageClass.reclaimPolicy) (list "Delete" "Retain"))) -}}
+{{- fail (printf "values: classes[%d] (%s): storageClass.reclaimPolicy %q must be Delete or Retain" $i $c.name (toString $c.storageClass.reclaimPolicy)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+lvp.checkNamespace fails when the release namespace exists and Pod Security
+would refuse the privileged cleanup Jobs. lookup finds nothing under helm
+template, so only installs and upgrades are checked.
+*/}}
+{{- define "lvp.checkNamespace" -}}
+{{- if .Values.nodeplug.checkNamespacePodSecurity -}}
+{{- $ns := lookup "v1" "Namespace" "" .Release.Namespace -}}
+{{- if $ns -}}
+{{- $level := index ($ns.metadata.labels | default dict) "pod-security.kubernetes.io/enforce" | default "" -}}
+{{- if and $level (ne $level "privileged") -}}
+{{- fail (printf "namespace %s: Pod Security enforces %q, which refuses the provisioner's pods (hostPath volumes, privileged block cleanup Jobs); run kubectl label namespace %s pod-security.kubernetes.io/enforce=privileged --overwrite and keep the namespace for the provisioner alone (set nodeplug.checkNamespacePodSecurity: false only if another admission setup allows these pods)" .Release.Namespace $level .Release.Namespace) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}

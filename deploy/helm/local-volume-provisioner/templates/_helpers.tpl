@@ -1,0 +1,65 @@
+{{/* The chart's name, or nameOverride. */}}
+{{- define "lvp.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The prefix of every object name: fullnameOverride, or the release
+name, followed by the chart's name unless the release name holds it. */}}
+{{- define "lvp.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := include "lvp.name" . -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "lvp.masterName" -}}{{ include "lvp.fullname" . }}-master{{- end -}}
+{{- define "lvp.watcherName" -}}{{ include "lvp.fullname" . }}-watcher{{- end -}}
+{{- define "lvp.configName" -}}{{ include "lvp.fullname" . }}-config{{- end -}}
+
+{{- define "lvp.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/name: {{ include "lvp.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/part-of: nodeplug
+{{- end -}}
+
+{{/* lvp.selector: the labels of the pods of one component (dict "root" $
+"component" "master"). */}}
+{{- define "lvp.selector" -}}
+app.kubernetes.io/name: {{ include "lvp.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "lvp.image" -}}{{ tpl .Values.image . }}{{- end -}}
+
+{{/* lvp.podExtras: what both pods take from the upstream keys. */}}
+{{- define "lvp.podExtras" -}}
+{{- with .Values.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+{{- toYaml . | nindent 0 }}
+{{- end }}
+{{- end -}}
+
+{{/* lvp.commonArgs: flags of both components. */}}
+{{- define "lvp.kubeconfigArg" -}}
+{{- with .Values.kubeConfigEnv }}
+- --kubeconfig={{ . }}
+{{- end }}
+{{- end -}}
+
+{{/* lvp.cleans: true when a class may hold block devices. */}}
+{{- define "lvp.hasDeviceClass" -}}
+{{- range .Values.classes -}}
+{{- if or (eq (toString .volumeMode) "Block") .fsType -}}true{{- end -}}
+{{- end -}}
+{{- end -}}
