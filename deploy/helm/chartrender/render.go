@@ -111,4 +111,3 @@ func decode(manifest string) ([]*unstructured.Unstructured, error) {
 		objs = append(objs, &unstructured.Unstructured{Object: m})
 	}
 }
-
