@@ -39,7 +39,7 @@ test-e2e-upstream: ## Upstream's e2e storage specs (local volumes) on a 3-node l
 	hack/e2e-upstream.sh $(E2E_UPSTREAM_FLAGS)
 
 .PHONY: verify
-verify: ## gofmt, go vet, golangci-lint, the go.mod pin, no build outputs or big files in git, shell syntax.
+verify: ## gofmt, go vet, golangci-lint, the go.mod pin, no build outputs or big files in git, the Helm chart's copies, shell syntax.
 	hack/verify.sh
 
 .PHONY: lint
@@ -47,5 +47,6 @@ lint: ## golangci-lint with logcheck only (part of verify); LINT_FLAGS='--fix' t
 	hack/verify-golangci-lint.sh $(LINT_FLAGS)
 
 .PHONY: update
-update: ## Regenerate generated files (the go.mod replace block).
+update: ## Regenerate generated files (the go.mod replace block, the Helm chart's copies of the CRD and admission policy).
 	hack/update-pin.sh
+	hack/update-helm-chart.sh

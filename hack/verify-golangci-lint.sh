@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Lints nodeplug with golangci-lint and logcheck (.golangci.yaml; what each
 # linter checks is in docs/lint.md): the root module, with the e2e and
-# integration build tags, then every staging module.
+# integration build tags, then every staging module and the Helm chart's
+# module.
 #
 # It installs the linter itself: hack/tools/golangci-lint is a small module
 # that pins golangci-lint and sigs.k8s.io/logtools and compiles logcheck into
@@ -36,6 +37,11 @@ np::log "golangci-lint: root module (tags e2e, integration)"
 for mod in staging/src/github.com/nodeplug/*/go.mod; do
   [[ -f "${mod}" ]] || continue
   dir=$(dirname "${mod}")
+  np::log "golangci-lint: ${dir}"
+  (cd "${dir}" && "${run[@]}" --path-prefix "${dir}" "$@" ./...) || rc=1
+done
+source hack/lib/helm-chart.sh
+for dir in "${NP_HELM_MODULES[@]}"; do
   np::log "golangci-lint: ${dir}"
   (cd "${dir}" && "${run[@]}" --path-prefix "${dir}" "$@" ./...) || rc=1
 done

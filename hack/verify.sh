@@ -5,7 +5,9 @@
 # git (with the test of that check), the tests of
 # hack/mount-utilities-upgrade.sh (against a fake kubectl), the upstream
 # code nodeplug copies or relies on unchanged since its last review
-# (hack/verify-upstream-internals.sh), and shell syntax of hack/ and .ci/.
+# (hack/verify-upstream-internals.sh), the Helm chart's copies of the CRD
+# and the admission policy (hack/verify-helm-chart.sh), and shell syntax of
+# hack/ and .ci/.
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 cd "${NODEPLUG_ROOT}"
@@ -23,6 +25,10 @@ for mod in staging/src/github.com/nodeplug/*/go.mod; do
   [[ -f "${mod}" ]] || continue
   (cd "$(dirname "${mod}")" && go vet ./...) || rc=1
 done
+source hack/lib/helm-chart.sh
+for dir in "${NP_HELM_MODULES[@]}"; do
+  (cd "${dir}" && go vet ./...) || rc=1
+done
 hack/verify-golangci-lint.sh || rc=1
 hack/verify-pin.sh || rc=1
 hack/verify-no-artifacts.sh || rc=1
@@ -30,6 +36,7 @@ hack/verify-no-artifacts_test.sh || rc=1
 hack/mount-utilities-upgrade_test.sh || rc=1
 hack/cluster-start_test.sh || rc=1
 hack/verify-upstream-internals.sh || rc=1
+hack/verify-helm-chart.sh || rc=1
 for f in hack/*.sh hack/lib/*.sh hack/lib/*/*.sh .ci/run; do
   [[ -f "${f}" ]] && { bash -n "${f}" || rc=1; }
 done

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Checks that the chart's copies of the CRD and the admission policy are
+# those of deploy/local-volume-provisioner (hack/update-helm-chart.sh makes
+# them), and that the chart holds no other file the update does not make.
+set -o errexit -o nounset -o pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
+source "${NODEPLUG_ROOT}/hack/lib/helm-chart.sh"
+cd "${NODEPLUG_ROOT}"
+
+rc=0
+for f in "${NP_HELM_CHART_COPIES[@]}"; do
+  if ! diff -u "${NP_HELM_CHART_SOURCE}/${f}" "${NP_HELM_CHART_DIR}/files/${f}"; then
+    np::warn "${NP_HELM_CHART_DIR}/files/${f} differs from ${NP_HELM_CHART_SOURCE}/${f}"
+    rc=1
+  fi
+done
+for f in "${NP_HELM_CHART_DIR}"/files/*; do
+  name=$(basename "${f}")
+  if [[ " ${NP_HELM_CHART_COPIES[*]} " != *" ${name} "* ]]; then
+    np::warn "${f} is not made by hack/update-helm-chart.sh"
+    rc=1
+  fi
+done
+if ((rc != 0)); then
+  np::die "the Helm chart's copies of deploy/local-volume-provisioner are out of date" "run hack/update-helm-chart.sh"
+fi
+np::log "the Helm chart's copies of ${NP_HELM_CHART_SOURCE} are up to date"
