@@ -14,10 +14,12 @@ func TestRefusals(t *testing.T) {
 		values map[string]any
 		want   []string
 	}{
-		{name: "pre-2.2.0 common", values: map[string]any{"common": map[string]any{"useJobForCleaning": true}},
-			want: []string{`"common" is a key of the upstream chart before 2.2.0`, "move its keys to the top level"}},
-		{name: "pre-2.2.0 daemonset", values: map[string]any{"daemonset": map[string]any{"name": "x"}},
-			want: []string{`"daemonset"`}},
+		{name: "chart 1.x common", values: map[string]any{"common": map[string]any{"useJobForCleaning": true}},
+			want: []string{`"common" is a key of the upstream chart 1.x`, "common.tolerations is tolerations", "move them there"}},
+		{name: "chart 1.x daemonset", values: map[string]any{"daemonset": map[string]any{"name": "x"}},
+			want: []string{`"daemonset" is a key of the upstream chart 1.x`}},
+		{name: "provisioner before 2.2.0", values: map[string]any{"configmap": map[string]any{"configMapName": "x"}},
+			want: []string{`"configmap"`, "update-helm-values-pre-v2.2.0"}},
 		{name: "Windows", values: map[string]any{"enableWindows": true},
 			want: []string{"enableWindows", "Linux nodes only", "set enableWindows: false"}},
 		{name: "taint removal", values: map[string]any{"removeNodeNotReadyTaint": true},

@@ -4,10 +4,13 @@ honour, each with the key and what to do. It renders nothing.
 */}}
 {{- define "lvp.checks" -}}
 {{- $v := .Values -}}
-{{- range $key := list "common" "daemonset" "prometheus" "engine" -}}
+{{- range $key := list "common" "daemonset" -}}
 {{- if hasKey $v $key -}}
-{{- fail (printf "values: %q is a key of the upstream chart before 2.2.0; move its keys to the top level as upstream's 2.x chart has them (upstream's update-helm-values-pre-v2.2.0 helper does it), then run helm upgrade again" $key) -}}
+{{- fail (printf "values: %q is a key of the upstream chart 1.x; its keys are at the top level since upstream's chart 2.0.0 (for example %s.tolerations is tolerations): move them there, then run helm upgrade again" $key $key) -}}
 {{- end -}}
+{{- end -}}
+{{- if hasKey $v "configmap" -}}
+{{- fail "values: \"configmap\" is a key of the upstream chart for provisioners before 2.2.0; convert the file with upstream's update-helm-values-pre-v2.2.0 helper, move the keys of common and daemonset to the top level, then run helm upgrade again" -}}
 {{- end -}}
 {{- if $v.enableWindows -}}
 {{- fail "values: enableWindows: nodeplug's provisioner runs on Linux nodes only; set enableWindows: false" -}}
