@@ -25,6 +25,9 @@ type Options struct {
 	Release, Namespace string
 	// Values are the user's values, merged over the chart's values.yaml.
 	Values map[string]any
+	// Cluster answers the chart's lookup calls, as the apiserver does
+	// under helm install; nil answers none, as under helm template.
+	Cluster engine.ClientProvider
 }
 
 // Render renders the chart and returns its objects, CustomResourceDefinitions
@@ -40,7 +43,12 @@ func Render(opts Options) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to compute the values of chart %s: %w", opts.ChartDir, err)
 	}
-	files, err := engine.Render(ch, vals)
+	var files map[string]string
+	if opts.Cluster != nil {
+		files, err = engine.RenderWithClientProvider(ch, vals, opts.Cluster)
+	} else {
+		files, err = engine.Render(ch, vals)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("failed to render chart %s: %w", opts.ChartDir, err)
 	}
