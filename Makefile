@@ -47,6 +47,6 @@ lint: ## golangci-lint with logcheck only (part of verify); LINT_FLAGS='--fix' t
 	hack/verify-golangci-lint.sh $(LINT_FLAGS)
 
 .PHONY: update
-update: ## Regenerate generated files (the go.mod replace block, the Helm chart's copies of the CRD and admission policy).
+update: ## Regenerate generated files (the go.mod replace block, the Helm chart's copies of the CRD and admission policy and its tidy go.mod).
 	hack/update-pin.sh
 	hack/update-helm-chart.sh

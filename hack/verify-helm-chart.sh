@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks that the chart's copies of the CRD and the admission policy are
 # those of deploy/local-volume-provisioner (hack/update-helm-chart.sh makes
-# them), and that the chart holds no other file the update does not make.
+# them), that the chart holds no other file the update does not make, and
+# that the chart's Go module is tidy (its go.mod follows the root's pin).
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 source "${NODEPLUG_ROOT}/hack/lib/helm-chart.sh"
@@ -21,7 +22,13 @@ for f in "${NP_HELM_CHART_DIR}"/files/*; do
     rc=1
   fi
 done
+for dir in "${NP_HELM_MODULES[@]}"; do
+  if ! go -C "${dir}" mod tidy -diff; then
+    np::warn "${dir}/go.mod or go.sum is not tidy"
+    rc=1
+  fi
+done
 if ((rc != 0)); then
-  np::die "the Helm chart's copies of deploy/local-volume-provisioner are out of date" "run hack/update-helm-chart.sh"
+  np::die "the Helm chart's copies of deploy/local-volume-provisioner or its Go module are out of date" "run hack/update-helm-chart.sh"
 fi
 np::log "the Helm chart's copies of ${NP_HELM_CHART_SOURCE} are up to date"
