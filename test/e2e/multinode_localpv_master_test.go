@@ -45,14 +45,15 @@ func masterMovedDuringCleanup(ctx context.Context, t *testing.T, c *framework.Cl
 	}
 	// Until the cleanup Job succeeds, no PV may exist for the disk.
 	var moved *corev1.Pod
+	runningAtTakeOver := false
 	err := poll(t, 180*time.Second, func() bool {
-		if moved == nil {
-			if p := masterPod(ctx, t, c); p.UID != old.UID && p.Spec.NodeName != "" {
-				moved = p
-			}
-		}
 		j, err := c.Client.BatchV1().Jobs(lpvNamespace).Get(ctx, job, metav1.GetOptions{})
 		done := apierrors.IsNotFound(err) || (err == nil && j.Status.Succeeded > 0)
+		if moved == nil {
+			if p := masterPod(ctx, t, c); p.UID != old.UID && podReady(p) {
+				moved, runningAtTakeOver = p, !done
+			}
+		}
 		if p := findPVOn(ctx, t, c, n.Name, blk); p != nil && p.UID != pv.UID && !done {
 			t.Fatalf("PV %s for %s exists while cleanup Job %s has not succeeded", p.Name, blk, job)
 		}
@@ -64,7 +65,8 @@ func masterMovedDuringCleanup(ctx context.Context, t *testing.T, c *framework.Cl
 	if moved.Spec.NodeName == old.Spec.NodeName {
 		t.Fatalf("the new master %s runs on cordoned node %s", moved.Name, old.Spec.NodeName)
 	}
-	t.Logf("master moved from %s to %s during cleanup Job %s", old.Spec.NodeName, moved.Spec.NodeName, job)
+	t.Logf("master moved from %s to %s; cleanup Job %s still running when the new master was Ready: %v",
+		old.Spec.NodeName, moved.Spec.NodeName, job, runningAtTakeOver)
 	waitForPVOn(ctx, t, c, n.Name, blk, pv.UID, corev1.VolumeAvailable)
 	requireZeroHead(t, d.loops[0])
 }
