@@ -13,7 +13,7 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/kubeletconfig"
 
 	"github.com/nodeplug/nodeplug/pkg/flexvolume/driver"
-	volexec "github.com/nodeplug/nodeplug/pkg/volume/util/exec"
+	"github.com/nodeplug/nodeplug/pkg/volume/util/volexec"
 )
 
 // NodeplugOptions are the kubelet flags that nodeplug adds to upstream's.
