@@ -20,8 +20,8 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/util/groupexec"
 	"github.com/nodeplug/nodeplug/pkg/volume/flexadapter"
 	"github.com/nodeplug/nodeplug/pkg/volume/localexec"
-	"github.com/nodeplug/nodeplug/pkg/volume/util/volexec"
 	"github.com/nodeplug/nodeplug/pkg/volume/util/podmount"
+	"github.com/nodeplug/nodeplug/pkg/volume/util/volexec"
 )
 
 // podDriverDirName is the directory under --root-dir where the flexvolume
