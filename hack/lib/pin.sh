@@ -17,14 +17,17 @@ np::pin::expected() {
 }
 
 np::pin::write() {
-  local v="v0.${1#v1.}" m args=()
-  # Drop the old k8s.io replaces, then add the new ones.
+  local v="v0.${1#v1.}" m args=() want
+  want=$(np::pin::modules "$1")
+  # Drop the k8s.io replaces upstream no longer has; -replace rewrites the
+  # others where they stand, so the block stays one block and the diff shows
+  # only the versions.
   for m in $(go mod edit -json | python3 -c '
 import json, sys
 for r in json.load(sys.stdin).get("Replace") or []:
     if r["Old"]["Path"].startswith("k8s.io/"): print(r["Old"]["Path"])'); do
-    args+=(-dropreplace "${m}")
+    grep -qxF "${m}" <<<"${want}" || args+=(-dropreplace "${m}")
   done
-  for m in $(np::pin::modules "$1"); do args+=(-replace "${m}=${m}@${v}"); done
+  for m in ${want}; do args+=(-replace "${m}=${m}@${v}"); done
   go mod edit "${args[@]}"
 }

@@ -29,7 +29,7 @@ const (
 	inTreePluginPrefix = "kubernetes.io/"
 	// upstreamFlexPrefix is a prefix that some flexvolume plugin names carry
 	// (upstream's unique volume names of flex volumes, older plugin names);
-	// v1.37.1's flexvolume plugin is named by the bare driver name.
+	// v1.37.2's flexvolume plugin is named by the bare driver name.
 	upstreamFlexPrefix = "flexvolume-"
 	maxLabelName       = validation.LabelValueMaxLength // 63, the name part of a key
 )

@@ -57,6 +57,7 @@ func TestFlexVolumeDaemonSetStories(t *testing.T) {
 	createDaemonSet(ctx, t, c, shipped)
 
 	t.Run("install", func(t *testing.T) {
+		requireDriverOnEveryNode(t, c, "nodeplug.io~tmpfs/tmpfs", "")
 		waitForDriverLoaded(ctx, t, c, "nodeplug.io/tmpfs", since)
 		pod := flexPod("e2e-ds-tmpfs", "nodeplug.io/tmpfs", nil)
 		c.CreatePod(ctx, t, pod)
@@ -72,7 +73,8 @@ func TestFlexVolumeDaemonSetStories(t *testing.T) {
 	versioned.Spec.Template.Labels = versioned.Spec.Selector.MatchLabels
 	versioned.Spec.Template.Spec.Containers[0].Image = v1
 	versioned.Spec.Template.Spec.Containers[0].Args = []string{
-		"--plugin-dir=/flexmnt", "--driver=" + versionedName + "=/drivers/e2e-versioned", "--remove-on-exit"}
+		"--plugin-dir=/flexmnt", "--driver=" + versionedName + "=/drivers/e2e-versioned", "--remove-on-exit",
+		"--health-address=:8080"}
 
 	parent := t
 	t.Run("add another driver", func(t *testing.T) {
@@ -96,7 +98,8 @@ func TestFlexVolumeDaemonSetStories(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitForRollout(ctx, t, c, versioned.Name)
-		waitForHostFile(t, filepath.Join(flexDir, "nodeplug.io~e2e-versioned", "e2e-versioned"), "echo \"v2\"")
+		// Not waited for: the new pod is Ready only once v2 is in place.
+		requireDriverOnEveryNode(t, c, "nodeplug.io~e2e-versioned/e2e-versioned", "echo \"v2\"")
 		waitForDriverLoaded(ctx, t, c, versionedName, since)
 		pod := flexPod("e2e-ds-v2", versionedName, nil)
 		c.CreatePod(ctx, t, pod)
@@ -227,14 +230,18 @@ func requireFile(ctx context.Context, t testing.TB, c *framework.Cluster, pod, p
 	}
 }
 
-func waitForHostFile(t testing.TB, path, contains string) {
+// requireDriverOnEveryNode checks, without waiting, that every node holds
+// rel (a path under its flex dir) containing contains.
+func requireDriverOnEveryNode(t testing.TB, c *framework.Cluster, rel, contains string) {
 	t.Helper()
-	err := poll(t, 60*time.Second, func() bool {
-		b, err := os.ReadFile(path)
-		return err == nil && strings.Contains(string(b), contains)
-	})
-	if err != nil {
-		t.Fatalf("%s does not contain %q: %v", path, contains, err)
+	for _, n := range c.Nodes {
+		b, err := os.ReadFile(n.HostPath(filepath.Join(n.FlexDir(), rel)))
+		switch {
+		case err != nil:
+			t.Errorf("node %s: driver not installed when the rollout was done: %v", n.Name, err)
+		case !strings.Contains(string(b), contains):
+			t.Errorf("node %s: %s does not contain %q when the rollout was done", n.Name, rel, contains)
+		}
 	}
 }
 

@@ -3,11 +3,8 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"os"
 	"testing"
 	"time"
 
@@ -77,18 +74,7 @@ func TestLocalPV(t *testing.T) {
 			t.Fatalf("cleanup Job %s did not succeed: %v", job, err)
 		}
 		waitForPV(ctx, t, c, blk0, pv.UID, corev1.VolumeAvailable)
-		head := make([]byte, 64)
-		f, err := os.Open(disks.loops[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		if _, err := io.ReadFull(f, head); err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(head, make([]byte, len(head))) {
-			t.Fatalf("%s was not wiped: it starts with %q", disks.loops[0], head)
-		}
+		requireZeroHead(t, disks.loops[0])
 	})
 
 	t.Run("a disk added while everything runs gets a PV", func(t *testing.T) {

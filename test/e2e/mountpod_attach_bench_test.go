@@ -15,7 +15,7 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/flexvolume/driver"
 	"github.com/nodeplug/nodeplug/pkg/mountpod"
 	"github.com/nodeplug/nodeplug/pkg/util/groupexec"
-	volexec "github.com/nodeplug/nodeplug/pkg/volume/util/exec"
+	"github.com/nodeplug/nodeplug/pkg/volume/util/volexec"
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
 )
 
@@ -57,7 +57,7 @@ type flexAttachPath struct {
 //     <tmp>/nodeplug.io~attach/attach, run through pkg/util/groupexec:
 //     what the controller-manager does for a driver installed on the
 //     master. Its state and log dirs are rewritten to temp dirs;
-//   - api: the Router of pkg/volume/util/exec over the API server's
+//   - api: the Router of pkg/volume/util/volexec over the API server's
 //     pods/exec (volexec.APIExecutor) with a cluster-wide pod finder,
 //     ForFlexDrivers as the runner: exactly the controller-manager's path
 //     with --experimental-mount-namespace, which runs the pod's copy of the

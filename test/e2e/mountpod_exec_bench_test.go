@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodeplug/nodeplug/pkg/mountpod"
-	volexec "github.com/nodeplug/nodeplug/pkg/volume/util/exec"
+	"github.com/nodeplug/nodeplug/pkg/volume/util/volexec"
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
 )
 

@@ -4,8 +4,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +23,9 @@ func TestMultiNodeFlexInstaller(t *testing.T) {
 	requireFlexDiscovery(t, c)
 	ctx := t.Context()
 	createDaemonSet(ctx, t, c, loadDriverDaemonSet(t, framework.FlexDir))
+	// The installer is Ready only once its copy is done (/readyz), so the
+	// driver is on every node as soon as the rollout is.
+	requireDriverOnEveryNode(t, c, "nodeplug.io~tmpfs/tmpfs", "")
 	var pods []string
 	for _, n := range c.Nodes {
 		pod := flexPod("e2e-mn-tmpfs-"+fmt.Sprint(n.Index), "nodeplug.io/tmpfs", nil)
@@ -34,14 +35,6 @@ func TestMultiNodeFlexInstaller(t *testing.T) {
 	for _, name := range pods {
 		c.WaitForPod(ctx, t, name, 120*time.Second, corev1.PodRunning)
 		requireMountType(ctx, t, c, name, "tmpfs")
-	}
-	// The installer's pod is Ready before its copy is done (it has no
-	// readiness probe), so the files are checked once the pods run.
-	for _, n := range c.Nodes {
-		exe := n.HostPath(filepath.Join(n.FlexDir(), "nodeplug.io~tmpfs", "tmpfs"))
-		if _, err := os.Stat(exe); err != nil {
-			t.Errorf("node %s: the DaemonSet's driver is not installed: %v", n.Name, err)
-		}
 	}
 }
 

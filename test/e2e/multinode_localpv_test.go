@@ -43,6 +43,7 @@ func TestMultiNodeLocalPV(t *testing.T) {
 		disks[n.Name] = newLPVDisksOn(t, n)
 		vols[n.Name] = disks[n.Name].addDir("vol0")
 	}
+	blk := disks[nodes[1].Name].addLoop("blk0")
 	jobPods := watchProvisionerPods(ctx, t, c)
 	deployLPVWith(ctx, t, c, disks[nodes[0].Name], map[string]string{"deleteUnboundPVsOfDeletedNodes": "true"})
 
@@ -85,6 +86,10 @@ func TestMultiNodeLocalPV(t *testing.T) {
 		}
 		a := nodes[0]
 		requireFile(ctx, t, c, fmt.Sprintf("e2e-mn-lpv-%d", a.Index), "/data/f", "from-"+a.Name)
+	})
+
+	t.Run("the master moved to another node while a cleanup runs publishes no dirty PV", func(t *testing.T) {
+		masterMovedDuringCleanup(ctx, t, c, nodes[1], disks[nodes[1].Name], blk)
 	})
 
 	t.Run("every discovery and cleanup pod ran on the node it is for", func(t *testing.T) {

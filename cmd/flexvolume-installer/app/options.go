@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 
@@ -27,6 +28,9 @@ type Options struct {
 	// RemoveOnExit removes the installed drivers at SIGTERM, each only if
 	// the file on disk is still the one this installer wrote.
 	RemoveOnExit bool
+	// HealthAddress is where /healthz and /readyz are served; empty: not
+	// served.
+	HealthAddress string
 }
 
 // NewOptions returns the defaults.
@@ -44,6 +48,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Wait, "wait", o.Wait, "After installing, wait for SIGTERM or SIGINT instead of exiting.")
 	fs.BoolVar(&o.RemoveOnExit, "remove-on-exit", o.RemoveOnExit,
 		"At SIGTERM, remove each installed driver unless another installer has replaced it since.")
+	fs.StringVar(&o.HealthAddress, "health-address", o.HealthAddress,
+		"host:port to serve /healthz and /readyz on (ready once every driver is installed and still in place); empty: not served.")
 }
 
 // Validate checks the options and returns every problem found.
@@ -57,6 +63,14 @@ func (o *Options) Validate() error {
 	}
 	if len(o.Drivers) == 0 {
 		errs = append(errs, errors.New("at least one --driver is required"))
+	}
+	if o.HealthAddress != "" && !o.Wait {
+		errs = append(errs, errors.New("--health-address needs --wait"))
+	}
+	if o.HealthAddress != "" {
+		if _, _, err := net.SplitHostPort(o.HealthAddress); err != nil {
+			errs = append(errs, fmt.Errorf("invalid --health-address %q: want host:port, such as :8080", o.HealthAddress))
+		}
 	}
 	if o.RemoveOnExit && !o.Wait {
 		errs = append(errs, errors.New("--remove-on-exit needs --wait"))

@@ -35,6 +35,18 @@ func TestValidate(t *testing.T) {
 			o.Drivers = []string{"example.com/nfs=" + src}
 			o.RemoveOnExit, o.Wait = true, false
 		}, wantErr: "--remove-on-exit needs --wait"},
+		{name: "health address", mutate: func(o *Options) {
+			o.Drivers = []string{"example.com/nfs=" + src}
+			o.HealthAddress = ":8080"
+		}},
+		{name: "health address without port", mutate: func(o *Options) {
+			o.Drivers = []string{"example.com/nfs=" + src}
+			o.HealthAddress = "8080"
+		}, wantErr: "invalid --health-address"},
+		{name: "health address without wait", mutate: func(o *Options) {
+			o.Drivers = []string{"example.com/nfs=" + src}
+			o.HealthAddress, o.Wait = ":8080", false
+		}, wantErr: "--health-address needs --wait"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

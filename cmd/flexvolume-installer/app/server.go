@@ -57,7 +57,9 @@ func NewInstallerCommand() *cobra.Command {
 }
 
 // Run installs the drivers, then, with --wait, waits for ctx to end and,
-// with --remove-on-exit, removes what is still its own. opts must be valid.
+// with --remove-on-exit, removes what is still its own. With
+// --health-address it serves /healthz, and /readyz once every driver is
+// installed and still in place. opts must be valid.
 func Run(ctx context.Context, opts *Options) error {
 	logger := klog.FromContext(ctx)
 	specs, err := opts.DriverSpecs()
@@ -68,6 +70,12 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	ready := &readiness{}
+	if opts.HealthAddress != "" {
+		if err := serveHealth(ctx, opts.HealthAddress, ready); err != nil {
+			return err
+		}
+	}
 	var installed []*installer.Installed
 	for _, spec := range specs {
 		in, err := installer.Install(opts.PluginDir, spec, mode)
@@ -77,6 +85,7 @@ func Run(ctx context.Context, opts *Options) error {
 		logger.Info("Installed flexvolume driver", "driver", spec.Name.PluginName(), "path", in.Path)
 		installed = append(installed, in)
 	}
+	ready.set(installed)
 	if !opts.Wait {
 		return nil
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/flexvolume/driver"
 	"github.com/nodeplug/nodeplug/pkg/flexvolume/prober"
 	"github.com/nodeplug/nodeplug/pkg/util/groupexec"
-	npflex "github.com/nodeplug/nodeplug/pkg/volume/flexvolume"
+	"github.com/nodeplug/nodeplug/pkg/volume/flexadapter"
 )
 
 // flexProbers are the controller-manager's nodeplug flexvolume probers
@@ -30,7 +30,7 @@ type flexProbers struct {
 	// calls bounds the driver calls (--experimental-flex-*-timeout).
 	calls   driver.Config
 	mu      sync.Mutex
-	probers []*npflex.Prober
+	probers []*flexadapter.Source
 }
 
 // factory returns the ProberFactory of the volume controllers.
@@ -49,7 +49,7 @@ func (f *flexProbers) factory() ProberFactory {
 		for _, p := range f.probers {
 			views = append(views, p.NewConsumerView())
 		}
-		return npflex.NewMultiView(views...), nil
+		return flexadapter.NewMultiView(views...), nil
 	}
 }
 
@@ -65,7 +65,7 @@ func (f *flexProbers) watchReady(ctx context.Context, fn func(ctx context.Contex
 
 // newFlexProbers starts the probers: --flex-volume-plugin-dir, and with
 // mount pods the directory of pod-served drivers.
-func newFlexProbers(ctx context.Context, cc upstream.ControllerContext, mp *mountPods, calls driver.Config) ([]*npflex.Prober, error) {
+func newFlexProbers(ctx context.Context, cc upstream.ControllerContext, mp *mountPods, calls driver.Config) ([]*flexadapter.Source, error) {
 	dirs := []string{cc.ComponentConfig.PersistentVolumeBinderController.VolumeConfiguration.FlexVolumePluginDir}
 	runner := utilexec.Interface(groupexec.New())
 	if mp != nil {
@@ -79,9 +79,9 @@ func newFlexProbers(ctx context.Context, cc upstream.ControllerContext, mp *moun
 	// Until the node informer has synced the check fails, which the
 	// prober counts as "in use": no driver is unloaded on a guess.
 	inUse := prober.NewNodeStatusInUseChecker(nodes.Lister(), nodes.Informer().HasSynced)
-	var probers []*npflex.Prober
+	var probers []*flexadapter.Source
 	for _, dir := range dirs {
-		p, err := npflex.NewProber(ctx, dir, runner, npflex.Options{Options: prober.Options{InUse: inUse, Driver: calls}})
+		p, err := flexadapter.NewSource(ctx, dir, runner, flexadapter.Options{Options: prober.Options{InUse: inUse, Driver: calls}})
 		if err != nil {
 			return nil, fmt.Errorf("flexvolume discovery on %s: %w", dir, err)
 		}

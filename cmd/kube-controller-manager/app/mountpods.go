@@ -13,7 +13,7 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/mountpod"
 	"github.com/nodeplug/nodeplug/pkg/mountpod/flexdrivers"
 	"github.com/nodeplug/nodeplug/pkg/util/groupexec"
-	volexec "github.com/nodeplug/nodeplug/pkg/volume/util/exec"
+	"github.com/nodeplug/nodeplug/pkg/volume/util/volexec"
 )
 
 // mountPodClient is the name of the client (with

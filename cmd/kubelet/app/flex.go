@@ -18,7 +18,7 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/flexvolume/driver"
 	"github.com/nodeplug/nodeplug/pkg/flexvolume/prober"
 	"github.com/nodeplug/nodeplug/pkg/util/groupexec"
-	npflex "github.com/nodeplug/nodeplug/pkg/volume/flexvolume"
+	"github.com/nodeplug/nodeplug/pkg/volume/flexadapter"
 )
 
 // useFlexVolumeDiscovery replaces upstream's flexvolume prober with
@@ -38,10 +38,10 @@ func useFlexVolumeDiscovery(ctx context.Context, s *options.KubeletServer, deps 
 		runner = mp.router.ForFlexDrivers(mp.driverDir)
 		dirs = append(dirs, mp.driverDir)
 	}
-	var probers []*npflex.Prober
+	var probers []*flexadapter.Source
 	var views []volume.DynamicPluginProber
 	for _, dir := range dirs {
-		p, err := npflex.NewProber(ctx, dir, runner, npflex.Options{Options: prober.Options{
+		p, err := flexadapter.NewSource(ctx, dir, runner, flexadapter.Options{Options: prober.Options{
 			InUse:  prober.NewKubeletInUseChecker(s.RootDirectory),
 			Driver: calls,
 		}})
@@ -54,7 +54,7 @@ func useFlexVolumeDiscovery(ctx context.Context, s *options.KubeletServer, deps 
 			mp.podProber = p
 		}
 	}
-	deps.DynamicPluginProber = npflex.NewMultiView(views...)
+	deps.DynamicPluginProber = flexadapter.NewMultiView(views...)
 	deps.Options = append(deps.Options, func(k *kubelet.Kubelet) {
 		if deps.Recorder != nil {
 			for _, p := range probers {

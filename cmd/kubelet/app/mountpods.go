@@ -18,10 +18,10 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/mountpod"
 	"github.com/nodeplug/nodeplug/pkg/mountpod/flexdrivers"
 	"github.com/nodeplug/nodeplug/pkg/util/groupexec"
-	npflex "github.com/nodeplug/nodeplug/pkg/volume/flexvolume"
-	"github.com/nodeplug/nodeplug/pkg/volume/local"
-	volexec "github.com/nodeplug/nodeplug/pkg/volume/util/exec"
+	"github.com/nodeplug/nodeplug/pkg/volume/flexadapter"
+	"github.com/nodeplug/nodeplug/pkg/volume/localexec"
 	"github.com/nodeplug/nodeplug/pkg/volume/util/podmount"
+	"github.com/nodeplug/nodeplug/pkg/volume/util/volexec"
 )
 
 // podDriverDirName is the directory under --root-dir where the flexvolume
@@ -35,7 +35,7 @@ type mountPods struct {
 	driverDir string
 	// podProber loads the drivers published in driverDir; set by
 	// useFlexVolumeDiscovery.
-	podProber *npflex.Prober
+	podProber *flexadapter.Source
 }
 
 // startupLoadTimeout bounds how long the kubelet's start waits for the pod
@@ -72,7 +72,7 @@ func useMountPods(ctx context.Context, s *options.KubeletServer, deps *kubelet.D
 	mp.finder.RequirePropagation(root)
 	mp.router = volexec.NewRouter(mp.finder, cri, groupexec.New(), volexec.Options{Timeout: np.MountPodExecTimeout})
 	deps.Mounter = podmount.New(ctx, deps.Mounter, root, mp.finder, mp.router)
-	if deps.VolumePlugins, err = local.Wrap(deps.VolumePlugins, mp.router.ForPlugin(local.PluginName)); err != nil {
+	if deps.VolumePlugins, err = localexec.Wrap(deps.VolumePlugins, mp.router.ForPlugin(localexec.PluginName)); err != nil {
 		return nil, fmt.Errorf("--experimental-mount-namespace: %w", err)
 	}
 	pub := flexdrivers.New(mp.driverDir, mp.finder)

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -12,7 +13,7 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/kubeletconfig"
 
 	"github.com/nodeplug/nodeplug/pkg/flexvolume/driver"
-	volexec "github.com/nodeplug/nodeplug/pkg/volume/util/exec"
+	"github.com/nodeplug/nodeplug/pkg/volume/util/volexec"
 )
 
 // NodeplugOptions are the kubelet flags that nodeplug adds to upstream's.
@@ -75,27 +76,33 @@ func (o *NodeplugOptions) NamedFlagSet() *pflag.FlagSet {
 	return fs
 }
 
-// Validate checks the options against the kubelet's root dir.
+// Validate checks the options against the kubelet's root dir and returns
+// every problem found, joined.
 func (o *NodeplugOptions) Validate(rootDir string) error {
-	if errs := driver.ValidateTimeouts(o.FlexCallTimeout, o.FlexInitTimeout); len(errs) > 0 {
-		return errs[0]
-	}
+	errs := driver.ValidateTimeouts(o.FlexCallTimeout, o.FlexInitTimeout)
 	if o.MountPodExecTimeout < 0 {
-		return fmt.Errorf("--experimental-mount-pod-exec-timeout: %v is negative", o.MountPodExecTimeout)
+		errs = append(errs, fmt.Errorf("--experimental-mount-pod-exec-timeout: %v is negative", o.MountPodExecTimeout))
 	}
 	if o.MountNamespace != "" {
-		if errs := validation.IsDNS1123Label(o.MountNamespace); len(errs) > 0 {
-			return fmt.Errorf("--experimental-mount-namespace: %q is not a namespace name: %s", o.MountNamespace, strings.Join(errs, "; "))
+		if msgs := validation.IsDNS1123Label(o.MountNamespace); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--experimental-mount-namespace: %q is not a namespace name: %s",
+				o.MountNamespace, strings.Join(msgs, "; ")))
 		}
 	}
 	switch o.PluginNamePolicy {
 	case "Warn", "Reject":
 	default:
-		return fmt.Errorf("--experimental-plugin-name-policy: %q is not one of Warn, Reject", o.PluginNamePolicy)
+		errs = append(errs, fmt.Errorf("--experimental-plugin-name-policy: %q is not one of Warn, Reject", o.PluginNamePolicy))
 	}
-	if o.PluginRegistrationDir == "" {
-		return nil
+	if o.PluginRegistrationDir != "" {
+		errs = append(errs, o.validateRegistrationDir(rootDir))
 	}
+	return errors.Join(errs...)
+}
+
+// validateRegistrationDir checks that --experimental-plugin-registration-dir
+// is absolute and apart from upstream's plugin manager directory.
+func (o *NodeplugOptions) validateRegistrationDir(rootDir string) error {
 	dir := filepath.Clean(o.PluginRegistrationDir)
 	if !filepath.IsAbs(dir) {
 		return fmt.Errorf("--experimental-plugin-registration-dir: %q is not an absolute path", o.PluginRegistrationDir)

@@ -109,8 +109,9 @@ func TestCommandErrors(t *testing.T) {
 
 func TestNodeplugOptionsValidate(t *testing.T) {
 	cases := map[string]struct {
-		opts    NodeplugOptions
-		wantErr string
+		opts     NodeplugOptions
+		wantErr  string
+		alsoWant []string
 	}{
 		"defaults":                  {opts: *NewNodeplugOptions()},
 		"own registration dir":      {opts: NodeplugOptions{PluginNamePolicy: "Reject", PluginRegistrationDir: "/var/lib/kubelet/nodeplug_registry"}},
@@ -129,10 +130,19 @@ func TestNodeplugOptionsValidate(t *testing.T) {
 			wantErr: "--experimental-flex-init-timeout"},
 		"negative exec timeout": {opts: NodeplugOptions{PluginNamePolicy: "Warn", MountPodExecTimeout: -time.Second},
 			wantErr: "--experimental-mount-pod-exec-timeout"},
+		"every problem is reported": {opts: NodeplugOptions{MountPodExecTimeout: -time.Second, FlexCallTimeout: -time.Second,
+			PluginRegistrationDir: "registry"},
+			wantErr: "--experimental-mount-pod-exec-timeout", alsoWant: []string{
+				"--experimental-flex-call-timeout", "not one of Warn, Reject", "not an absolute path"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			err := tc.opts.Validate("/var/lib/kubelet")
+			for _, want := range tc.alsoWant {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("error %v, want it to name %q too", err, want)
+				}
+			}
 			if tc.wantErr == "" && err != nil {
 				t.Fatalf("unexpected error: %v", err)
 			}

@@ -153,3 +153,22 @@ func (in *Installed) Remove() (bool, error) {
 	}
 	return true, nil
 }
+
+// Check reports whether the driver is in place: an executable regular file
+// at Path. A newer installer's file counts too (a surge rollout replaces
+// it); a removed, emptied or non-executable one does not.
+func (in *Installed) Check() error {
+	fi, err := os.Stat(in.Path)
+	if err != nil {
+		return fmt.Errorf("driver %s: %w", in.Spec.Name.PluginName(), err)
+	}
+	switch {
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("driver %s: %s is not a regular file", in.Spec.Name.PluginName(), in.Path)
+	case fi.Mode().Perm()&0o111 == 0:
+		return fmt.Errorf("driver %s: %s is not executable", in.Spec.Name.PluginName(), in.Path)
+	case fi.Size() == 0:
+		return fmt.Errorf("driver %s: %s is empty", in.Spec.Name.PluginName(), in.Path)
+	}
+	return nil
+}

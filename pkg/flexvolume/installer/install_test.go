@@ -125,3 +125,57 @@ func TestInstallFailureLeavesNothing(t *testing.T) {
 		t.Errorf("left behind: %v", got)
 	}
 }
+
+func TestCheck(t *testing.T) {
+	cases := []struct {
+		name    string
+		change  func(t *testing.T, in *Installed)
+		wantErr string
+	}{
+		{name: "installed", change: func(*testing.T, *Installed) {}},
+		{name: "replaced by a newer installer", change: func(t *testing.T, in *Installed) {
+			if _, err := Install(filepath.Dir(in.Dir), spec(t, "example.com/nfs", "v2"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "removed", wantErr: "no such file", change: func(t *testing.T, in *Installed) {
+			if err := os.Remove(in.Path); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "not executable", wantErr: "not executable", change: func(t *testing.T, in *Installed) {
+			if err := os.Chmod(in.Path, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "emptied", wantErr: "is empty", change: func(t *testing.T, in *Installed) {
+			if err := os.Truncate(in.Path, 0); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "a directory in its place", wantErr: "not a regular file", change: func(t *testing.T, in *Installed) {
+			if err := os.Remove(in.Path); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(in.Path, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in, err := Install(t.TempDir(), spec(t, "example.com/nfs", "v1"), 0o755)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.change(t, in)
+			err = in.Check()
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("Check: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("Check: %v, want an error with %q", err, tc.wantErr)
+			}
+		})
+	}
+}

@@ -16,7 +16,7 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/mountpod"
 )
 
-// Router is what the Mounter needs of pkg/volume/util/exec's Router.
+// Router is what the Mounter needs of pkg/volume/util/volexec's Router.
 type Router interface {
 	ForPlugin(plugin string) utilexec.Interface
 }

@@ -3,7 +3,7 @@ module github.com/nodeplug/localpv-api
 go 1.26.0
 
 require (
-	k8s.io/apimachinery v0.37.1
+	k8s.io/apimachinery v0.37.2
 	sigs.k8s.io/yaml v1.6.0
 )
 
