@@ -29,8 +29,8 @@ type Disk struct {
 	// Rotational is the kernel's queue/rotational flag.
 	Rotational bool `json:"rot,omitempty"`
 	// Removable and ReadOnly are the kernel's flags of the same names.
-	Removable bool `json:"rm,omitempty"`
-	ReadOnly  bool `json:"ro,omitempty"`
+	Removable bool   `json:"rm,omitempty"`
+	ReadOnly  bool   `json:"ro,omitempty"`
 	Model     string `json:"model,omitempty"`
 	Vendor    string `json:"vendor,omitempty"`
 	Serial    string `json:"serial,omitempty"`
