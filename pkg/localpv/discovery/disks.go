@@ -43,7 +43,8 @@ func (inv *Inventory) Disks(ctx context.Context) ([]report.Disk, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to list block devices in %s: %w", blockDir, err)
 	}
-	links := LinksByDevice(inv.byIDDir())
+	// A node without udev has no by-id directory: its disks have no IDs.
+	links, _ := LinksByDevice(inv.byIDDir())
 	var out []report.Disk
 	for _, d := range dirents {
 		disk, err := inv.disk(d.Name())
@@ -94,10 +95,10 @@ func (inv *Inventory) disk(name string) (report.Disk, error) {
 // LinksByDevice maps the kernel name of each device that a link in dir
 // resolves to onto the sorted names of those links. Entries that are not
 // links, or that do not resolve, are ignored.
-func LinksByDevice(dir string) map[string][]string {
+func LinksByDevice(dir string) (map[string][]string, error) {
 	dirents, err := os.ReadDir(dir)
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("failed to read link directory %s: %w", dir, err)
 	}
 	out := map[string][]string{}
 	for _, d := range dirents {
@@ -114,7 +115,7 @@ func LinksByDevice(dir string) map[string][]string {
 	for _, names := range out {
 		slices.Sort(names)
 	}
-	return out
+	return out, nil
 }
 
 func countPartitions(dir string) int {

@@ -28,7 +28,7 @@ func TestInventoryDisks(t *testing.T) {
 			WWN: "eui.0025385b71b01234", IDs: []string{"nvme-Samsung_SSD_970_EVO_Plus_1TB_S4EWNX0N123456", "nvme-eui.0025385b71b01234"},
 			Signature: report.SignatureNone},
 		{Name: "nvme1n1", Size: 3907029168 * 512, Model: "Samsung SSD 980 PRO 2TB", Serial: "S6B0NL0T654321",
-			WWN: "eui.002538b981b05678", Partitions: 1, Signature: "gpt"},
+			WWN: "eui.002538b981b05678", IDs: []string{"nvme-eui.002538b981b05678"}, Partitions: 1, Signature: "gpt"},
 		{Name: "sda", Size: 976773168 * 512, Model: "Samsung SSD 860", Vendor: "ATA", Serial: "S3Z1NB0K123456A",
 			WWN: "naa.5002538e40a1b2c3", IDs: []string{"ata-Samsung_SSD_860_EVO_500GB_S3Z1NB0K123456A", "wwn-0x5002538e40a1b2c3"},
 			Signature: report.SignatureNone},
@@ -132,6 +132,7 @@ func recordedDev(t *testing.T) (devDir, byID string) {
 	for link, dev := range map[string]string{
 		"nvme-Samsung_SSD_970_EVO_Plus_1TB_S4EWNX0N123456": "nvme0n1",
 		"nvme-eui.0025385b71b01234":                        "nvme0n1",
+		"nvme-eui.002538b981b05678":                        "nvme1n1",
 		"ata-Samsung_SSD_860_EVO_500GB_S3Z1NB0K123456A":    "sda",
 		"wwn-0x5002538e40a1b2c3":                           "sda",
 		"wwn-0x5000c500a1b2c3d4":                           "sdb",
