@@ -23,6 +23,9 @@ type nodeState struct {
 	processed types.UID
 	// generation is the last NodeDiskState generation acted on.
 	generation int64
+	// inventory is the digest of the disk inventory last written to the
+	// node's NodeDiskState status.
+	inventory string
 	// shards is the number of containers the node's discovery pods need,
 	// when a run asked for more than the configured number.
 	shards int
