@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
 )
 
 // nodeState is the master's memory of one node. It is only an optimisation
@@ -54,6 +56,7 @@ func (c *controller) forgetNode(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.nodes, name)
+	metrics.InventoryDisks.DeleteLabelValues(name)
 }
 
 // firstSeen reports whether a finished Job's result is seen for the first
