@@ -129,5 +129,6 @@ func (c *controller) recordInventory(ctx context.Context, node string, r *report
 func apiDisk(d report.Disk) v1alpha1.Disk {
 	return v1alpha1.Disk{Name: d.Name, SizeBytes: d.Size, Rotational: d.Rotational, Removable: d.Removable,
 		ReadOnly: d.ReadOnly, Model: d.Model, Vendor: d.Vendor, Serial: d.Serial, WWN: d.WWN, IDs: d.IDs,
-		Partitions: int32(min(d.Partitions, 1<<20)), Holders: int32(min(d.Holders, 1<<20)), Signature: d.Signature}
+		Partitions: int32(min(d.Partitions, 1<<20)), Holders: int32(min(d.Holders, 1<<20)), Stacked: d.Stacked,
+		Signature: d.Signature}
 }

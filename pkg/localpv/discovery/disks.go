@@ -85,6 +85,7 @@ func (inv *Inventory) disk(name string) (report.Disk, error) {
 	d.WWN = wwn(firstAttr(readAttr(filepath.Join(dir, "wwid")), readAttr(filepath.Join(dir, "device", "wwid"))))
 	d.Partitions = countPartitions(dir)
 	d.Holders = countEntries(filepath.Join(dir, "holders"))
+	d.Stacked = countEntries(filepath.Join(dir, "slaves")) > 0
 	d.Signature, err = ProbeSignature(filepath.Join(inv.devDir(), name))
 	if err != nil {
 		d.Signature = report.SignatureUnknown

@@ -24,6 +24,8 @@ func TestInventoryDisks(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []report.Disk{
+		{Name: "dm-0", Size: 209707008 * 512, Rotational: true, IDs: []string{"dm-uuid-LVM-abc123"}, Stacked: true,
+			Signature: report.SignatureNone},
 		{Name: "nvme0n1", Size: 1953525168 * 512, Model: "Samsung SSD 970 EVO Plus 1TB", Serial: "S4EWNX0N123456",
 			WWN: "eui.0025385b71b01234", IDs: []string{"nvme-Samsung_SSD_970_EVO_Plus_1TB_S4EWNX0N123456", "nvme-eui.0025385b71b01234"},
 			Signature: report.SignatureNone},
@@ -125,7 +127,7 @@ func recordedDev(t *testing.T) (devDir, byID string) {
 	}
 	for name, sig := range map[string][2]any{
 		"nvme0n1": {0, ""}, "nvme1n1": {512, "EFI PART"}, "sda": {4095, "\x00"},
-		"sdb": {1080, "\x53\xef"}, "vda": {0, ""}, "vdb": {512, "LABELONE"},
+		"sdb": {1080, "\x53\xef"}, "vda": {0, ""}, "vdb": {512, "LABELONE"}, "dm-0": {0, ""},
 	} {
 		writeAt(t, filepath.Join(devDir, name), sig[0].(int), sig[1].(string))
 	}
@@ -138,6 +140,7 @@ func recordedDev(t *testing.T) (devDir, byID string) {
 		"wwn-0x5000c500a1b2c3d4":                           "sdb",
 		"virtio-177663465177854":                           "vda",
 		"dangling":                                         "sdz",
+		"dm-uuid-LVM-abc123":                               "dm-0",
 	} {
 		mustSymlink(t, "../../"+dev, filepath.Join(byID, link))
 	}

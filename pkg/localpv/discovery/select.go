@@ -24,7 +24,8 @@ const (
 var preferredLinkPrefixes = []string{"wwn-", "nvme-eui.", "nvme-nguid."}
 
 // SelectDisks returns the class's volumes chosen by its disk selector: for
-// every whole disk of the inventory that has a link in the class directory
+// every whole disk of the inventory, not built on other devices, that has a
+// link in the class directory
 // matching namePattern and whose properties match, one volume named after
 // its preferred link, with the disk's properties. Whether the disk is
 // unused is the master's decision (config.DiskSelector.Skip): a disk that
@@ -41,7 +42,7 @@ func (s *Scanner) SelectDisks(ctx context.Context, spec ClassSpec, disks []repor
 	for i := range disks {
 		d := &disks[i]
 		names := matchingLinks(spec.NamePattern, links[d.Name])
-		if len(names) == 0 || !spec.DiskSelector.Matches(d) {
+		if len(names) == 0 || d.Stacked || !spec.DiskSelector.Matches(d) {
 			continue
 		}
 		e := Entry{Name: preferredLink(names)}

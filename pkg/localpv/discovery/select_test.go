@@ -40,6 +40,8 @@ func TestSelectDisks(t *testing.T) {
 			want: [][]string{{"wwn-0x5000c500a1b2c3d4=sdb"}}},
 		{name: "name pattern limits links", classes: []class{{pattern: "ata-*,virtio-*", selector: config.DiskSelector{}}},
 			want: [][]string{{"ata-Samsung_SSD_860_EVO_500GB_S3Z1NB0K123456A=sda", "virtio-177663465177854=vda"}}},
+		{name: "a device-mapper device is no disk", classes: []class{{pattern: "dm-*", selector: config.DiskSelector{}}},
+			want: [][]string{nil}},
 		{name: "first class keeps a disk both select",
 			classes: []class{{selector: config.DiskSelector{Models: []string{"Samsung*"}}}, {selector: config.DiskSelector{Rotational: ptr.To(false)}}},
 			want: [][]string{

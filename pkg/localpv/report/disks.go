@@ -44,6 +44,9 @@ type Disk struct {
 	Partitions int `json:"parts,omitempty"`
 	// Holders counts the devices stacked on it (device-mapper, md).
 	Holders int `json:"holders,omitempty"`
+	// Stacked is set for a device built on others (device-mapper, md):
+	// not a disk of its own.
+	Stacked bool `json:"stacked,omitempty"`
 	// Signature is the partition table or file system type found in the
 	// first sectors (gpt, dos, ext4, xfs, ...), SignatureNone, or
 	// SignatureUnknown when the device could not be read.

@@ -83,6 +83,9 @@ type Disk struct {
 	// Holders counts the devices stacked on the disk (device-mapper, md).
 	// +optional
 	Holders int32 `json:"holders,omitempty"`
+	// Stacked is set for a device built on others (device-mapper, md).
+	// +optional
+	Stacked bool `json:"stacked,omitempty"`
 	// Signature is the partition table or file system type found in the
 	// disk's first sectors, "none", or "unknown" when it could not be read.
 	// +optional

@@ -79,7 +79,7 @@ func TestDeepCopyCoversAllFields(t *testing.T) {
 		{name: "spec", typ: reflect.TypeFor[NodeDiskStateSpec](), want: []string{"NodeName", "Digest", "Entries", "Reason", "ObservedTime"}},
 		{name: "status", typ: reflect.TypeFor[NodeDiskStateStatus](), want: []string{"Disks", "DisksTotal", "InventoryTime"}},
 		{name: "disk", typ: reflect.TypeFor[Disk](), want: []string{"Name", "SizeBytes", "Rotational", "Removable", "ReadOnly",
-			"Model", "Vendor", "Serial", "WWN", "IDs", "Partitions", "Holders", "Signature"}},
+			"Model", "Vendor", "Serial", "WWN", "IDs", "Partitions", "Holders", "Stacked", "Signature"}},
 		{name: "object", typ: reflect.TypeFor[NodeDiskState](), want: []string{"TypeMeta", "ObjectMeta", "Spec", "Status"}},
 	}
 	for _, tc := range tests {
