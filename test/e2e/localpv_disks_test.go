@@ -14,6 +14,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
 )
@@ -26,7 +29,8 @@ const selectedClass = "local-selected"
 // directory, as udev does in /dev/disk/by-id. A blank disk becomes a PV at
 // its link with property labels; a disk with a file system signature gets
 // none and an Event; the node's inventory is in its NodeDiskState status;
-// and the disk keeps its PV when it comes back under another loop device.
+// the disk keeps its PV when it comes back under another loop device; and a
+// claim selecting by the property labels binds and a pod writes the disk.
 func TestLocalPVDiskSelector(t *testing.T) {
 	c := framework.Connect(t)
 	ctx := t.Context()
@@ -78,6 +82,44 @@ func TestLocalPVDiskSelector(t *testing.T) {
 		if now == nil || now.UID != pv.UID || now.Annotations["localpv.nodeplug.io/volume-missing-since"] != "" {
 			t.Fatalf("PV of %s changed after the disk moved from %s to %s: before %s, now %+v", blankLink, blank, again, pv.UID, now)
 		}
+	})
+
+	t.Run("a claim selects a disk by its labels", func(t *testing.T) {
+		name := "e2e-lpv-selected"
+		pvc := &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				StorageClassName: ptr.To(selectedClass),
+				VolumeMode:       ptr.To(corev1.PersistentVolumeBlock),
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{
+					"disk.localpv.nodeplug.io/rotational": fmt.Sprint(rotational), "team": "storage"}},
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceStorage: resource.MustParse("32Mi")}},
+			},
+		}
+		if _, err := c.Client.CoreV1().PersistentVolumeClaims("default").Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pod := framework.BusyboxPod(name, "echo selected | dd of=/dev/xvda conv=fsync && sleep 3600")
+		pod.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "data", DevicePath: "/dev/xvda"}}
+		pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}}}
+		c.CreatePod(ctx, t, pod)
+		c.WaitForPod(ctx, t, name, 120*time.Second, corev1.PodRunning)
+		bound, err := c.Client.CoreV1().PersistentVolumeClaims("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.Client.CoreV1().PersistentVolumes().Get(ctx, bound.Spec.VolumeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Spec.StorageClassName != selectedClass || !strings.HasPrefix(got.Spec.Local.Path, disks.block+"/wwn-") {
+			t.Errorf("claim bound to PV %s at %s", got.Name, got.Spec.Local.Path)
+		}
+		c.DeletePod(t, name)
+		deleteClaim(ctx, t, c, name)
 	})
 }
 
