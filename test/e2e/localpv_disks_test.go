@@ -105,7 +105,9 @@ func TestLocalPVDiskSelector(t *testing.T) {
 		pod.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "data", DevicePath: "/dev/xvda"}}
 		pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}}}
-		c.CreatePod(ctx, t, pod)
+		// No node: the scheduler binds the claim (WaitForFirstConsumer) and
+		// places the pod on the PV's node.
+		c.CreatePodOn(ctx, t, pod, "")
 		c.WaitForPod(ctx, t, name, 120*time.Second, corev1.PodRunning)
 		bound, err := c.Client.CoreV1().PersistentVolumeClaims("default").Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -117,6 +119,9 @@ func TestLocalPVDiskSelector(t *testing.T) {
 		}
 		if got.Spec.StorageClassName != selectedClass || !strings.HasPrefix(got.Spec.Local.Path, disks.block+"/wwn-") {
 			t.Errorf("claim bound to PV %s at %s", got.Name, got.Spec.Local.Path)
+		}
+		if p, err := c.Client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{}); err != nil || p.Spec.NodeName != n.Name {
+			t.Errorf("pod on %v, want %s: %v", p.Spec.NodeName, n.Name, err)
 		}
 		c.DeletePod(t, name)
 		deleteClaim(ctx, t, c, name)
