@@ -120,8 +120,12 @@ func TestLocalPVDiskSelector(t *testing.T) {
 		if got.Spec.StorageClassName != selectedClass || !strings.HasPrefix(got.Spec.Local.Path, disks.block+"/wwn-") {
 			t.Errorf("claim bound to PV %s at %s", got.Name, got.Spec.Local.Path)
 		}
-		if p, err := c.Client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{}); err != nil || p.Spec.NodeName != n.Name {
-			t.Errorf("pod on %v, want %s: %v", p.Spec.NodeName, n.Name, err)
+		p, err := c.Client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Spec.NodeName != n.Name {
+			t.Errorf("pod on %s, want the PV's node %s", p.Spec.NodeName, n.Name)
 		}
 		c.DeletePod(t, name)
 		deleteClaim(ctx, t, c, name)
