@@ -8,6 +8,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nodeplug/nodeplug/pkg/localpv/report"
 )
 
 const fastClass = `
@@ -144,4 +147,119 @@ func classMap(s string) map[string]string { return map[string]string{KeyStorageC
 
 func withClass(key, value string) map[string]string {
 	return map[string]string{KeyStorageClassMap: fastClass, key: value}
+}
+
+func TestParseDiskSelector(t *testing.T) {
+	cfg, _, err := Parse(map[string]string{KeyStorageClassMap: `
+fast:
+  volumeMode: Block
+  blockCleanerCommand: ["/scripts/quick_reset.sh"]
+  diskSelector: {rotational: false, minSize: 100Gi, maxSize: 4Ti, models: ["Samsung SSD*"], vendors: ["ATA", "NVMe"]}
+slow:
+  fsType: ext4
+  blockCleanerCommand: ["/scripts/quick_reset.sh"]
+  diskSelector: {rotational: true}
+`})
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	fast := cfg.StorageClassMap["fast"]
+	if fast.HostDir != DefaultLinkDir || fast.MountDir != DefaultLinkDir || !fast.InDev() {
+		t.Errorf("link directory not defaulted: %+v", fast)
+	}
+	if fast.DiskSelector.MinSize.Value() != 100<<30 || *fast.DiskSelector.Rotational {
+		t.Errorf("selector not parsed: %+v", fast.DiskSelector)
+	}
+}
+
+func TestParseDiskSelectorInvalid(t *testing.T) {
+	tests := []struct {
+		name  string
+		class string
+		want  string
+	}{
+		{name: "filesystem without fsType", class: "diskSelector: {}",
+			want: "storageClassMap[c].volumeMode: Invalid value: \"Filesystem\": a class with a diskSelector publishes whole disks"},
+		{name: "min above max", class: "volumeMode: Block\n  diskSelector: {minSize: 2Ti, maxSize: 1Ti}",
+			want: "storageClassMap[c].diskSelector.maxSize: Invalid value: \"1Ti\": must not be smaller than minSize 2Ti"},
+		{name: "zero size", class: "volumeMode: Block\n  diskSelector: {minSize: \"0\"}",
+			want: "storageClassMap[c].diskSelector.minSize: Invalid value: \"0\": must be positive"},
+		{name: "bad size", class: "volumeMode: Block\n  diskSelector: {minSize: 100GB!}",
+			want: "failed to parse configuration key \"storageClassMap\""},
+		{name: "bad glob", class: "volumeMode: Block\n  diskSelector: {models: [\"[Samsung\"]}",
+			want: "storageClassMap[c].diskSelector.models[0]: Invalid value: \"[Samsung\": bad glob"},
+		{name: "unknown field", class: "volumeMode: Block\n  diskSelector: {rotating: false}",
+			want: "unknown field \"rotating\""},
+		{name: "link dir elsewhere in dev", class: "volumeMode: Block\n  hostDir: /dev/mapper\n  diskSelector: {}",
+			want: "storageClassMap[c].hostDir: Invalid value: \"/dev/mapper\": must not overlap the system directory /dev"},
+		{name: "link dir mounted elsewhere", class: "volumeMode: Block\n  mountDir: /links\n  diskSelector: {}",
+			want: "storageClassMap[c].mountDir: Invalid value: \"/links\": must equal hostDir /dev/disk/by-id"},
+		{name: "link dir root", class: "volumeMode: Block\n  hostDir: /dev/disk\n  diskSelector: {}",
+			want: "storageClassMap[c].hostDir: Invalid value: \"/dev/disk\": must be a clean directory below /dev/disk"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := Parse(map[string]string{KeyStorageClassMap: "c:\n  blockCleanerCommand: [blkdiscard]\n  " + tc.class + "\n"})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDiskSelectorMatches(t *testing.T) {
+	ssd := report.Disk{Name: "sda", Size: 500 << 30, Model: "Samsung SSD 860", Vendor: "ATA", Signature: report.SignatureNone}
+	hdd := report.Disk{Name: "sdb", Size: 4 << 40, Rotational: true, Model: "ST4000NM0035-1V4", Vendor: "ATA", Signature: "ext4"}
+	tests := []struct {
+		name     string
+		selector string
+		want     []bool
+	}{
+		{name: "empty selects all", selector: "{}", want: []bool{true, true}},
+		{name: "non-rotational", selector: "{rotational: false}", want: []bool{true, false}},
+		{name: "rotational", selector: "{rotational: true}", want: []bool{false, true}},
+		{name: "min size", selector: "{minSize: 1Ti}", want: []bool{false, true}},
+		{name: "max size", selector: "{maxSize: 500Gi}", want: []bool{true, false}},
+		{name: "model glob", selector: "{models: [\"Samsung*\", \"WDC*\"]}", want: []bool{true, false}},
+		{name: "vendor", selector: "{vendors: [ATA]}", want: []bool{true, true}},
+		{name: "all must match", selector: "{vendors: [ATA], rotational: true, maxSize: 1Ti}", want: []bool{false, false}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var s DiskSelector
+			if err := yaml.UnmarshalStrict([]byte(tc.selector), &s); err != nil {
+				t.Fatal(err)
+			}
+			for i, d := range []report.Disk{ssd, hdd} {
+				if got := s.Matches(&d); got != tc.want[i] {
+					t.Errorf("%s: got %v, want %v", d.Name, got, tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+func TestDiskSelectorSkip(t *testing.T) {
+	tests := []struct {
+		name   string
+		disk   report.Disk
+		accept bool
+		want   string
+	}{
+		{name: "unused", disk: report.Disk{Signature: report.SignatureNone}, want: ""},
+		{name: "file system", disk: report.Disk{Signature: "ext4"}, want: SkipSignature},
+		{name: "file system accepted", disk: report.Disk{Signature: "ext4"}, accept: true, want: ""},
+		{name: "partition table", disk: report.Disk{Signature: "gpt", Partitions: 2}, accept: true, want: SkipPartitioned},
+		{name: "held by dm", disk: report.Disk{Signature: report.SignatureNone, Holders: 1}, want: SkipHeld},
+		{name: "unreadable", disk: report.Disk{Signature: report.SignatureUnknown}, want: SkipSignatureUnknown},
+		{name: "read-only", disk: report.Disk{Signature: report.SignatureNone, ReadOnly: true}, want: SkipReadOnly},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := DiskSelector{AcceptSignatures: tc.accept}
+			if got := s.Skip(&tc.disk); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
 }

@@ -116,6 +116,9 @@ func decodeKey(cfg *Configuration, key, value string) error {
 // SetDefaults fills in the defaults of every class.
 func SetDefaults(cfg *Configuration) {
 	for name, mc := range cfg.StorageClassMap {
+		if mc.HostDir == "" && mc.DiskSelector != nil {
+			mc.HostDir = DefaultLinkDir
+		}
 		if mc.MountDir == "" {
 			mc.MountDir = mc.HostDir
 		}

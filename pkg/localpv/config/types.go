@@ -72,7 +72,8 @@ type Configuration struct {
 // MountConfig says where a class's volumes live on each node.
 type MountConfig struct {
 	// HostDir is the discovery directory on the host. Each first-level entry
-	// is one volume and its PV path is HostDir/entry.
+	// is one volume and its PV path is HostDir/entry. With a DiskSelector it
+	// is the directory of stable disk links.
 	HostDir string `json:"hostDir"`
 	// MountDir is where HostDir is mounted inside the provisioner's
 	// containers. Defaults to HostDir.
@@ -93,6 +94,10 @@ type MountConfig struct {
 	Selector []v1.NodeSelectorTerm `json:"selector,omitempty"`
 	// AccessMode of the PVs; default ReadWriteOnce.
 	AccessMode string `json:"accessMode,omitempty"`
+	// DiskSelector, when set, makes the class publish the whole, unused
+	// disks whose properties match, each under one of its stable links in
+	// HostDir (default /dev/disk/by-id), instead of every entry of HostDir.
+	DiskSelector *DiskSelector `json:"diskSelector,omitempty"`
 }
 
 // NodeMatches reports whether node is selected by the configuration's

@@ -57,8 +57,13 @@ func Validate(cfg *Configuration) field.ErrorList {
 
 func validateMountConfig(m MountConfig, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	errs = append(errs, validateDir(m.HostDir, p.Child("hostDir"))...)
-	errs = append(errs, validateDir(m.MountDir, p.Child("mountDir"))...)
+	if m.DiskSelector != nil {
+		errs = append(errs, validateLinkDirs(m, p)...)
+		errs = append(errs, validateDiskSelector(m, p)...)
+	} else {
+		errs = append(errs, validateDir(m.HostDir, p.Child("hostDir"))...)
+		errs = append(errs, validateDir(m.MountDir, p.Child("mountDir"))...)
+	}
 	switch m.VolumeMode {
 	case VolumeModeFilesystem:
 		if m.FsType != "" && !fsTypeRE.MatchString(m.FsType) {
@@ -140,6 +145,9 @@ func validateOverlaps(cfg *Configuration, root *field.Path) field.ErrorList {
 	for i, a := range names {
 		for _, b := range names[i+1:] {
 			ma, mb := cfg.StorageClassMap[a], cfg.StorageClassMap[b]
+			if sharedLinkDir(ma, mb) {
+				continue
+			}
 			if ma.HostDir != "" && mb.HostDir != "" && (within(ma.HostDir, mb.HostDir) || within(mb.HostDir, ma.HostDir)) {
 				errs = append(errs, field.Invalid(root.Key(b).Child("hostDir"), mb.HostDir,
 					fmt.Sprintf("overlaps hostDir %s of class %s", ma.HostDir, a)))
@@ -151,6 +159,13 @@ func validateOverlaps(cfg *Configuration, root *field.Path) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// sharedLinkDir reports whether two classes select disks from the same
+// directory of links; discovery gives a disk that both select to the first
+// class in name order.
+func sharedLinkDir(a, b MountConfig) bool {
+	return a.DiskSelector != nil && b.DiskSelector != nil && a.HostDir == b.HostDir && a.MountDir == b.MountDir
 }
 
 func validateTolerations(ts []v1.Toleration, p *field.Path) field.ErrorList {

@@ -61,6 +61,9 @@ func (c *controller) publish(ctx context.Context, node *v1.Node, hostname string
 	if taken, err := c.pathTaken(hostname, v.HostPath); err != nil || taken {
 		return err
 	}
+	if c.diskUnusable(node, v) {
+		return nil
+	}
 	if locked, err := c.cleanupLocked(id); err != nil || locked {
 		if locked {
 			logger.V(2).Info("Volume has an unfinished cleanup, not publishing it", "path", v.HostPath)
@@ -114,6 +117,9 @@ func (c *controller) buildPV(node *v1.Node, hostname string, v validation.Volume
 		if val, ok := node.Labels[k]; ok {
 			lbls[k] = val
 		}
+	}
+	for k, val := range diskLabels(v.Volume.Disk) {
+		lbls[k] = val
 	}
 	lbls[jobs.LabelManagedBy] = jobs.ManagedByValue
 	lbls[jobs.LabelNodeID] = naming.NodeID(node.Name)

@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"context"
+	"fmt"
 
 	"k8s.io/klog/v2"
 
@@ -36,25 +37,47 @@ func (d *discoverer) Discover(ctx context.Context, node string, classes []ClassS
 		return nil, err
 	}
 	r := &report.Report{Version: report.Version, Node: node}
+	inv := &Inventory{SysDir: d.scanner.SysDir, DevDir: d.scanner.DevDir}
+	disks, err := inv.Disks(ctx)
+	if err != nil {
+		logger.Error(err, "Disk inventory unreadable")
+	}
+	r.DisksTotal = len(disks)
+	r.Disks = disks[:min(len(disks), report.MaxDisks)]
+	claimed := map[string]string{}
 	for _, spec := range classes {
 		c := report.Class{Name: spec.Name}
-		entries, err := d.scanner.ScanClass(spec, mps, true)
-		if err != nil {
-			logger.Error(err, "Class directory unreadable", "class", spec.Name)
-			c.Error = err.Error()
+		var entries []Entry
+		var scanErr error
+		switch {
+		case spec.DiskSelector != nil && err != nil:
+			scanErr = fmt.Errorf("disk inventory unreadable: %w", err)
+		case spec.DiskSelector != nil:
+			entries, scanErr = d.scanner.SelectDisks(ctx, spec, disks, claimed)
+		default:
+			entries, scanErr = d.scanner.ScanClass(spec, mps, true)
 		}
-		for _, e := range entries {
-			if e.Skip != "" {
-				c.SkippedTotal++
-				if len(c.Skipped) < report.MaxSkipped {
-					c.Skipped = append(c.Skipped, report.Skipped{Name: e.Name, Reason: e.Skip})
-				}
-				logger.V(2).Info("Skipping entry", "class", spec.Name, "entry", e.Name, "reason", e.Skip)
-				continue
-			}
-			c.Volumes = append(c.Volumes, report.Volume{Name: e.Name, Kind: e.Kind, Capacity: e.Capacity})
+		if scanErr != nil {
+			logger.Error(scanErr, "Class directory unreadable", "class", spec.Name)
+			c.Error = scanErr.Error()
 		}
+		addEntries(ctx, &c, entries)
 		r.Classes = append(r.Classes, c)
 	}
 	return r, nil
+}
+
+func addEntries(ctx context.Context, c *report.Class, entries []Entry) {
+	logger := klog.FromContext(ctx)
+	for _, e := range entries {
+		if e.Skip != "" {
+			c.SkippedTotal++
+			if len(c.Skipped) < report.MaxSkipped {
+				c.Skipped = append(c.Skipped, report.Skipped{Name: e.Name, Reason: e.Skip})
+			}
+			logger.V(2).Info("Skipping entry", "class", c.Name, "entry", e.Name, "reason", e.Skip)
+			continue
+		}
+		c.Volumes = append(c.Volumes, report.Volume{Name: e.Name, Kind: e.Kind, Capacity: e.Capacity, Disk: e.Disk})
+	}
 }

@@ -35,12 +35,15 @@ type ClassSpec struct {
 	NamePattern string `json:"namePattern"`
 	// Devices says whether block devices are publishable in this class.
 	Devices bool `json:"devices,omitempty"`
+	// DiskSelector, when set, chooses whole disks by their properties
+	// among those with a link in MountDir.
+	DiskSelector *config.DiskSelector `json:"diskSelector,omitempty"`
 }
 
 // SpecFor returns the ClassSpec of a configured class.
 func SpecFor(name string, mc config.MountConfig) ClassSpec {
 	return ClassSpec{Name: name, MountDir: mc.MountDir, VolumeMode: mc.VolumeMode,
-		NamePattern: mc.NamePattern, Devices: mc.AcceptsDevices()}
+		NamePattern: mc.NamePattern, Devices: mc.AcceptsDevices(), DiskSelector: mc.DiskSelector}
 }
 
 // Entry is one matching entry of a class directory.
@@ -52,6 +55,8 @@ type Entry struct {
 	Capacity int64
 	// Skip is set for entries that cannot be published.
 	Skip string
+	// Disk holds the properties of a disk chosen by a disk selector.
+	Disk *report.Disk
 }
 
 // Scanner reads class directories. Its fields are seams for tests.

@@ -109,15 +109,19 @@ func DiscoveryJob(p Params, cfg *config.Configuration, nodeName string, shards i
 	}
 	var specs []discovery.ClassSpec
 	var mounts []v1.VolumeMount
-	devices := false
+	devices, probes := false, false
 	prop := v1.MountPropagationHostToContainer
 	for i, name := range cfg.ClassNames() {
 		mc := cfg.StorageClassMap[name]
 		specs = append(specs, discovery.SpecFor(name, mc))
+		devices = devices || mc.AcceptsDevices()
+		probes = probes || mc.DiskSelector != nil
+		if mc.InDev() {
+			continue // seen through the /dev mount
+		}
 		vol := "class-" + strconv.Itoa(i)
 		j.Spec.Template.Spec.Volumes = append(j.Spec.Template.Spec.Volumes, hostPathVolume(vol, mc.HostDir, v1.HostPathDirectoryOrCreate))
 		mounts = append(mounts, v1.VolumeMount{Name: vol, MountPath: mc.MountDir, ReadOnly: true, MountPropagation: &prop})
-		devices = devices || mc.AcceptsDevices()
 	}
 	if devices {
 		j.Spec.Template.Spec.Volumes = append(j.Spec.Template.Spec.Volumes, hostPathVolume("dev", "/dev", v1.HostPathDirectory))
@@ -140,15 +144,27 @@ func DiscoveryJob(p Params, cfg *config.Configuration, nodeName string, shards i
 			TerminationMessagePath:   TerminationMessagePath,
 			TerminationMessagePolicy: v1.TerminationMessageReadFile,
 			Resources:                smallResources(),
-			SecurityContext: &v1.SecurityContext{
-				RunAsUser:                ptr.To[int64](0),
-				ReadOnlyRootFilesystem:   ptr.To(true),
-				AllowPrivilegeEscalation: ptr.To(false),
-				Capabilities:             &v1.Capabilities{Drop: []v1.Capability{"ALL"}, Add: []v1.Capability{"DAC_READ_SEARCH"}},
-			},
+			SecurityContext:          discoverySecurityContext(probes),
 		})
 	}
 	return j
+}
+
+// discoverySecurityContext is that of a discovery container. With probes,
+// a class chooses disks by their properties, and reading a disk's first
+// sectors for its signatures needs the device cgroup's permission, which
+// only a privileged container has; the container still mounts /dev
+// read-only and only reads.
+func discoverySecurityContext(probes bool) *v1.SecurityContext {
+	if probes {
+		return &v1.SecurityContext{RunAsUser: ptr.To[int64](0), ReadOnlyRootFilesystem: ptr.To(true), Privileged: ptr.To(true)}
+	}
+	return &v1.SecurityContext{
+		RunAsUser:                ptr.To[int64](0),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities:             &v1.Capabilities{Drop: []v1.Capability{"ALL"}, Add: []v1.Capability{"DAC_READ_SEARCH"}},
+	}
 }
 
 // CleanupTarget is the volume a cleanup Job wipes.
@@ -181,8 +197,11 @@ func CleanupJob(p Params, cfg *config.Configuration, t CleanupTarget, attempt in
 	ps := &j.Spec.Template.Spec
 	// DirectoryOrCreate: a missing directory must fail the cleanup ("not a
 	// mount point") rather than leave the pod waiting for a volume forever.
-	ps.Volumes = []v1.Volume{hostPathVolume("class", t.Mount.HostDir, v1.HostPathDirectoryOrCreate)}
-	mounts := []v1.VolumeMount{{Name: "class", MountPath: t.Mount.MountDir, MountPropagation: &prop}}
+	var mounts []v1.VolumeMount
+	if !t.Mount.InDev() { // otherwise seen through the /dev mount
+		ps.Volumes = []v1.Volume{hostPathVolume("class", t.Mount.HostDir, v1.HostPathDirectoryOrCreate)}
+		mounts = []v1.VolumeMount{{Name: "class", MountPath: t.Mount.MountDir, MountPropagation: &prop}}
+	}
 	sc := &v1.SecurityContext{RunAsUser: ptr.To[int64](0), ReadOnlyRootFilesystem: ptr.To(true)}
 	if t.Kind == report.KindBlock {
 		ps.Volumes = append(ps.Volumes, hostPathVolume("dev", "/dev", v1.HostPathDirectory))

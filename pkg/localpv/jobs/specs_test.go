@@ -142,3 +142,40 @@ func TestTerminationMessageOutsideMounts(t *testing.T) {
 		})
 	}
 }
+
+func TestDiskSelectorJobs(t *testing.T) {
+	cfg := testConfig(t, map[string]string{config.KeyStorageClassMap: `
+ssd: {volumeMode: Block, blockCleanerCommand: [blkdiscard], diskSelector: {rotational: false}}
+e2e: {hostDir: /mnt/disks/by-id, volumeMode: Block, blockCleanerCommand: [blkdiscard], diskSelector: {}}
+`})
+	p := Params{Namespace: "ns", Image: "img", DiscoveryShards: 1}
+	j := DiscoveryJob(p, cfg, "node-1", 1)
+	ps := j.Spec.Template.Spec
+	var paths []string
+	for _, v := range ps.Volumes {
+		paths = append(paths, v.HostPath.Path)
+	}
+	if !slices.Equal(paths, []string{"/mnt/disks/by-id", "/dev"}) {
+		t.Errorf("volumes = %v, want the link directory outside /dev and /dev", paths)
+	}
+	sc := ps.Containers[0].SecurityContext
+	if sc.Privileged == nil || !*sc.Privileged || sc.AllowPrivilegeEscalation != nil {
+		t.Errorf("a discovery probing disks must be privileged: %+v", sc)
+	}
+	if !strings.Contains(ps.Containers[0].Args[2], `"diskSelector":{"rotational":false}`) {
+		t.Errorf("classes argument lacks the selector: %s", ps.Containers[0].Args[2])
+	}
+	c := CleanupJob(p, cfg, CleanupTarget{PVName: "pv", NodeName: "node-1", Class: "ssd", Kind: report.KindBlock,
+		HostPath: "/dev/disk/by-id/wwn-0x1", Mount: cfg.StorageClassMap["ssd"]}, 0)
+	cps := c.Spec.Template.Spec
+	if len(cps.Volumes) != 1 || cps.Volumes[0].HostPath.Path != "/dev" {
+		t.Errorf("cleanup of a disk in /dev/disk/by-id mounts %+v, want /dev only", cps.Volumes)
+	}
+	if got := cps.Containers[0].Args[3]; got != "--path=/dev/disk/by-id/wwn-0x1" {
+		t.Errorf("path argument = %s", got)
+	}
+	plain := DiscoveryJob(p, testConfig(t, nil), "node-1", 1).Spec.Template.Spec.Containers[0].SecurityContext
+	if plain.Privileged != nil || plain.AllowPrivilegeEscalation == nil || *plain.AllowPrivilegeEscalation {
+		t.Errorf("discovery without disk selectors must stay unprivileged: %+v", plain)
+	}
+}

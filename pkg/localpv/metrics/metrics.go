@@ -72,6 +72,18 @@ var (
 		Namespace: namespace, Subsystem: subsystem, Name: "missing_bound_volumes",
 		Help: "Bound PersistentVolumes whose disk was not found by the last discovery.", StabilityLevel: metrics.ALPHA,
 	})
+	// SkippedDisks counts, per discovery, the disks that match a class's
+	// disk selector but get no PV because they are in use or hold data.
+	SkippedDisks = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "skipped_disks_total",
+		Help: "Disks matching a class's disk selector that were not published, by storage class and reason.", StabilityLevel: metrics.ALPHA,
+	}, []string{"storage_class", "reason"})
+	// InventoryDisks is the number of whole disks in each node's last
+	// inventory.
+	InventoryDisks = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "inventory_disks",
+		Help: "Whole disks in the last inventory of each node.", StabilityLevel: metrics.ALPHA,
+	}, []string{"node"})
 	// WatcherNotifications counts the watcher's notifications, by reason.
 	WatcherNotifications = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "watcher_notifications_total",
@@ -86,6 +98,7 @@ var registerOnce sync.Once
 func Register() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(DiscoveryDuration, CleanupDuration, PVsCreated, PVsDeleted,
-			RejectedReports, RejectedVolumes, JobFailures, JobsCreated, MissingVolumes, WatcherNotifications)
+			RejectedReports, RejectedVolumes, JobFailures, JobsCreated, MissingVolumes, WatcherNotifications,
+			SkippedDisks, InventoryDisks)
 	})
 }

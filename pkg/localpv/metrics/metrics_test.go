@@ -33,7 +33,8 @@ func TestMetricsConvention(t *testing.T) {
 	metricstest.Check(t, subsystem, []string{
 		"discovery_duration_seconds", "cleanup_duration_seconds", "persistentvolumes_created_total",
 		"persistentvolumes_deleted_total", "rejected_reports_total", "rejected_volumes_total", "job_failures_total",
-		"jobs_created_total", "missing_bound_volumes", "watcher_notifications_total",
+		"jobs_created_total", "missing_bound_volumes", "watcher_notifications_total", "skipped_disks_total",
+		"inventory_disks",
 	}, func() {
 		DiscoveryDuration.WithLabelValues("succeeded").Observe(0)
 		CleanupDuration.WithLabelValues("Filesystem", "succeeded").Observe(0)
@@ -44,6 +45,8 @@ func TestMetricsConvention(t *testing.T) {
 		JobFailures.WithLabelValues(KindCleanup).Add(0)
 		JobsCreated.WithLabelValues(KindDiscovery).Add(0)
 		WatcherNotifications.WithLabelValues("Resync", "success").Add(0)
+		SkippedDisks.WithLabelValues("fast", "HasSignature").Add(0)
+		InventoryDisks.WithLabelValues("node-1").Set(0)
 	}, DiscoveryDuration, CleanupDuration, PVsCreated, PVsDeleted, RejectedReports, RejectedVolumes,
-		JobFailures, JobsCreated, MissingVolumes, WatcherNotifications)
+		JobFailures, JobsCreated, MissingVolumes, WatcherNotifications, SkippedDisks, InventoryDisks)
 }

@@ -165,5 +165,8 @@ func unmarshal(doc []byte) (*Report, error) {
 	if total > MaxVolumes {
 		return nil, fmt.Errorf("%d entries exceed %d", total, MaxVolumes)
 	}
+	if err := checkDisks(r); err != nil {
+		return nil, err
+	}
 	return r, nil
 }

@@ -36,8 +36,9 @@ const (
 var ErrTooLarge = errors.New("report does not fit in the termination messages")
 
 // Encode returns the termination message of every shard. shards must be in
-// [1, MaxShards]. When the report is too large, skipped-entry details are
-// dropped first; if it is still too large, ErrTooLarge is returned.
+// [1, MaxShards]. When the report is too large, skipped-entry details and
+// the disk inventory (but not its count) are dropped first; if it is still
+// too large, ErrTooLarge is returned.
 func Encode(r *Report, shards int) ([]string, error) {
 	if shards < 1 || shards > MaxShards {
 		return nil, fmt.Errorf("shards must be between 1 and %d, got %d", MaxShards, shards)
@@ -47,6 +48,7 @@ func Encode(r *Report, shards int) ([]string, error) {
 		return msgs, err
 	}
 	trimmed := *r
+	trimmed.Disks = nil
 	trimmed.Classes = make([]Class, len(r.Classes))
 	for i, c := range r.Classes {
 		c.Skipped = nil

@@ -21,6 +21,11 @@ type Report struct {
 	Node string `json:"node"`
 	// Classes holds one entry per storage class the Job was asked about.
 	Classes []Class `json:"classes"`
+	// Disks is the node's inventory of whole block devices, at most
+	// MaxDisks of them, sorted by name.
+	Disks []Disk `json:"disks,omitempty"`
+	// DisksTotal counts every disk, also those left out of Disks.
+	DisksTotal int `json:"disksTotal,omitempty"`
 }
 
 // Class is the discovery result of one storage class.
@@ -47,6 +52,9 @@ type Volume struct {
 	Kind VolumeKind `json:"k"`
 	// Capacity in bytes.
 	Capacity int64 `json:"c"`
+	// Disk is set for a disk chosen by a class's disk selector: its
+	// properties, which become PV labels.
+	Disk *Disk `json:"disk,omitempty"`
 }
 
 // Skipped is an entry that matched but was not published.

@@ -20,6 +20,7 @@ const (
 	ReasonWrongKind       = "WrongKind"
 	ReasonInvalidCapacity = "InvalidCapacity"
 	ReasonDuplicate       = "Duplicate"
+	ReasonDiskProperties  = "DiskProperties"
 )
 
 // maxNameBytes is NAME_MAX on Linux.
@@ -117,7 +118,29 @@ func checkVolume(mc config.MountConfig, v report.Volume) (string, *Rejection) {
 	if v.Capacity <= 0 || v.Capacity > 1<<62 {
 		return "", &Rejection{Reason: ReasonInvalidCapacity, Message: fmt.Sprintf("capacity %d is out of range", v.Capacity)}
 	}
+	if msg := checkDisk(mc, v); msg != "" {
+		return "", &Rejection{Reason: ReasonDiskProperties, Message: msg}
+	}
 	return p, nil
+}
+
+// checkDisk returns why a volume's disk properties do not fit its class: a
+// class with a disk selector needs them, and they must match it; other
+// classes get none.
+func checkDisk(mc config.MountConfig, v report.Volume) string {
+	switch {
+	case mc.DiskSelector == nil && v.Disk != nil:
+		return "disk properties reported for a class without a diskSelector"
+	case mc.DiskSelector == nil:
+		return ""
+	case v.Disk == nil:
+		return "a class with a diskSelector needs the disk's properties"
+	case v.Disk.Size != v.Capacity:
+		return fmt.Sprintf("capacity %d differs from the disk's size %d", v.Capacity, v.Disk.Size)
+	case !mc.DiskSelector.Matches(v.Disk):
+		return "disk properties do not match the class's diskSelector"
+	}
+	return ""
 }
 
 // checkName returns why name is not a single, printable path element.

@@ -18,6 +18,10 @@ blk:
   hostDir: /mnt/blk
   volumeMode: Block
   blockCleanerCommand: [wipefs]
+ssd:
+  volumeMode: Block
+  blockCleanerCommand: [wipefs]
+  diskSelector: {rotational: false}
 `})
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +55,16 @@ func TestCheckVolumes(t *testing.T) {
 		{name: "unknown kind", class: "blk", vol: report.Volume{Name: "sdb", Kind: "x", Capacity: 1}, wantReason: ReasonWrongKind},
 		{name: "zero capacity", class: "fs", vol: report.Volume{Name: "vol1", Kind: "d", Capacity: 0}, wantReason: ReasonInvalidCapacity},
 		{name: "negative capacity", class: "fs", vol: report.Volume{Name: "vol1", Kind: "d", Capacity: -5}, wantReason: ReasonInvalidCapacity},
+		{name: "selected disk accepted", class: "ssd", vol: report.Volume{Name: "wwn-0x1", Kind: "b", Capacity: 1,
+			Disk: &report.Disk{Name: "sda", Size: 1}}, wantPath: "/dev/disk/by-id/wwn-0x1"},
+		{name: "selected disk without properties", class: "ssd", vol: report.Volume{Name: "wwn-0x1", Kind: "b", Capacity: 1},
+			wantReason: ReasonDiskProperties},
+		{name: "selected disk not matching", class: "ssd", vol: report.Volume{Name: "wwn-0x1", Kind: "b", Capacity: 1,
+			Disk: &report.Disk{Name: "sda", Size: 1, Rotational: true}}, wantReason: ReasonDiskProperties},
+		{name: "selected disk size differs", class: "ssd", vol: report.Volume{Name: "wwn-0x1", Kind: "b", Capacity: 2,
+			Disk: &report.Disk{Name: "sda", Size: 1}}, wantReason: ReasonDiskProperties},
+		{name: "disk properties in a directory class", class: "blk", vol: report.Volume{Name: "sdb", Kind: "b", Capacity: 1,
+			Disk: &report.Disk{Name: "sdb", Size: 1}}, wantReason: ReasonDiskProperties},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

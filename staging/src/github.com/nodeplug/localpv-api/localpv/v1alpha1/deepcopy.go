@@ -26,11 +26,55 @@ func (in *NodeDiskStateSpec) DeepCopy() *NodeDiskStateSpec {
 }
 
 // DeepCopyInto copies the receiver into out. in must be non-nil.
+func (in *Disk) DeepCopyInto(out *Disk) {
+	*out = *in
+	if in.IDs != nil {
+		out.IDs = make([]string, len(in.IDs))
+		copy(out.IDs, in.IDs)
+	}
+}
+
+// DeepCopy returns a deep copy of the receiver.
+func (in *Disk) DeepCopy() *Disk {
+	if in == nil {
+		return nil
+	}
+	out := new(Disk)
+	in.DeepCopyInto(out)
+	return out
+}
+
+// DeepCopyInto copies the receiver into out. in must be non-nil.
+func (in *NodeDiskStateStatus) DeepCopyInto(out *NodeDiskStateStatus) {
+	*out = *in
+	if in.Disks != nil {
+		out.Disks = make([]Disk, len(in.Disks))
+		for i := range in.Disks {
+			in.Disks[i].DeepCopyInto(&out.Disks[i])
+		}
+	}
+	if in.InventoryTime != nil {
+		out.InventoryTime = in.InventoryTime.DeepCopy()
+	}
+}
+
+// DeepCopy returns a deep copy of the receiver.
+func (in *NodeDiskStateStatus) DeepCopy() *NodeDiskStateStatus {
+	if in == nil {
+		return nil
+	}
+	out := new(NodeDiskStateStatus)
+	in.DeepCopyInto(out)
+	return out
+}
+
+// DeepCopyInto copies the receiver into out. in must be non-nil.
 func (in *NodeDiskState) DeepCopyInto(out *NodeDiskState) {
 	*out = *in
 	out.TypeMeta = in.TypeMeta
 	in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	in.Spec.DeepCopyInto(&out.Spec)
+	in.Status.DeepCopyInto(&out.Status)
 }
 
 // DeepCopy returns a deep copy of the receiver.

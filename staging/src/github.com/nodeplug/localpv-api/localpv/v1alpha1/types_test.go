@@ -25,6 +25,12 @@ func sample() *NodeDiskState {
 			Reason:       ReasonChanged,
 			ObservedTime: metav1.NewTime(time.Unix(1700000000, 0)),
 		},
+		Status: NodeDiskStateStatus{
+			Disks: []Disk{{Name: "sda", SizeBytes: 1 << 40, Rotational: true, Model: "ST1000", Vendor: "ATA",
+				Serial: "Z1", WWN: "naa.5000c500a1b2c3d4", IDs: []string{"wwn-0x5000c500a1b2c3d4"}, Signature: "none"}},
+			DisksTotal:    1,
+			InventoryTime: &metav1.Time{Time: time.Unix(1700000001, 0)},
+		},
 	}
 }
 
@@ -44,6 +50,11 @@ func TestDeepCopyIsIndependent(t *testing.T) {
 	if in.Spec.ObservedTime.Unix() != 1700000000 {
 		t.Fatalf("copy shares time with original")
 	}
+	out.Status.Disks[0].IDs[0] = "changed"
+	out.Status.InventoryTime.Time = time.Unix(2, 0)
+	if in.Status.Disks[0].IDs[0] != "wwn-0x5000c500a1b2c3d4" || in.Status.InventoryTime.Unix() != 1700000001 {
+		t.Fatalf("copy shares status with original")
+	}
 
 	list := &NodeDiskStateList{Items: []NodeDiskState{*sample()}}
 	lc := list.DeepCopyObject().(*NodeDiskStateList)
@@ -60,15 +71,28 @@ func TestDeepCopyIsIndependent(t *testing.T) {
 // TestDeepCopyCoversAllFields fails when a field is added to the spec without
 // revisiting deepcopy.go.
 func TestDeepCopyCoversAllFields(t *testing.T) {
-	want := map[string]bool{"NodeName": true, "Digest": true, "Entries": true, "Reason": true, "ObservedTime": true}
-	typ := reflect.TypeFor[NodeDiskStateSpec]()
-	if typ.NumField() != len(want) {
-		t.Fatalf("NodeDiskStateSpec has %d fields, deepcopy.go was written for %d", typ.NumField(), len(want))
+	tests := []struct {
+		name string
+		typ  reflect.Type
+		want []string
+	}{
+		{name: "spec", typ: reflect.TypeFor[NodeDiskStateSpec](), want: []string{"NodeName", "Digest", "Entries", "Reason", "ObservedTime"}},
+		{name: "status", typ: reflect.TypeFor[NodeDiskStateStatus](), want: []string{"Disks", "DisksTotal", "InventoryTime"}},
+		{name: "disk", typ: reflect.TypeFor[Disk](), want: []string{"Name", "SizeBytes", "Rotational", "Removable", "ReadOnly",
+			"Model", "Vendor", "Serial", "WWN", "IDs", "Partitions", "Holders", "Stacked", "Signature"}},
+		{name: "object", typ: reflect.TypeFor[NodeDiskState](), want: []string{"TypeMeta", "ObjectMeta", "Spec", "Status"}},
 	}
-	for i := range typ.NumField() {
-		if !want[typ.Field(i).Name] {
-			t.Errorf("field %s is not handled by deepcopy.go", typ.Field(i).Name)
-		}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.typ.NumField() != len(tc.want) {
+				t.Fatalf("%s has %d fields, deepcopy.go was written for %d", tc.typ, tc.typ.NumField(), len(tc.want))
+			}
+			for i := range tc.typ.NumField() {
+				if tc.typ.Field(i).Name != tc.want[i] {
+					t.Errorf("field %s is not handled by deepcopy.go", tc.typ.Field(i).Name)
+				}
+			}
+		})
 	}
 }
 
@@ -93,7 +117,7 @@ func TestSchemeAndUnstructuredRoundTrip(t *testing.T) {
 	}
 	want := sample()
 	want.APIVersion, want.Kind = u.GetAPIVersion(), u.GetKind()
-	if !reflect.DeepEqual(want.Spec, back.Spec) || back.Name != want.Name {
+	if !reflect.DeepEqual(want.Spec, back.Spec) || !reflect.DeepEqual(want.Status, back.Status) || back.Name != want.Name {
 		t.Fatalf("round trip changed object: %+v", back)
 	}
 }

@@ -1,0 +1,157 @@
+package discovery
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/nodeplug/nodeplug/pkg/localpv/report"
+)
+
+// recordedSys is a sysfs tree written from the layout of real disks: an
+// NVMe SSD, an NVMe SSD with a partition, SATA SSD and HDDs behind libata,
+// virtio disks, and a detached loop device.
+const recordedSys = "testdata/sys"
+
+func TestInventoryDisks(t *testing.T) {
+	devDir, byID := recordedDev(t)
+	_, ctx := ktesting.NewTestContext(t)
+	got, err := (&Inventory{SysDir: recordedSys, DevDir: devDir, ByIDDir: byID}).Disks(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []report.Disk{
+		{Name: "dm-0", Size: 209707008 * 512, Rotational: true, IDs: []string{"dm-uuid-LVM-abc123"}, Stacked: true,
+			Signature: report.SignatureNone},
+		{Name: "nvme0n1", Size: 1953525168 * 512, Model: "Samsung SSD 970 EVO Plus 1TB", Serial: "S4EWNX0N123456",
+			WWN: "eui.0025385b71b01234", IDs: []string{"nvme-Samsung_SSD_970_EVO_Plus_1TB_S4EWNX0N123456", "nvme-eui.0025385b71b01234"},
+			Signature: report.SignatureNone},
+		{Name: "nvme1n1", Size: 3907029168 * 512, Model: "Samsung SSD 980 PRO 2TB", Serial: "S6B0NL0T654321",
+			WWN: "eui.002538b981b05678", IDs: []string{"nvme-eui.002538b981b05678"}, Partitions: 1, Signature: "gpt"},
+		{Name: "sda", Size: 976773168 * 512, Model: "Samsung SSD 860", Vendor: "ATA", Serial: "S3Z1NB0K123456A",
+			WWN: "naa.5002538e40a1b2c3", IDs: []string{"ata-Samsung_SSD_860_EVO_500GB_S3Z1NB0K123456A", "wwn-0x5002538e40a1b2c3"},
+			Signature: report.SignatureNone},
+		{Name: "sdb", Size: 7814037168 * 512, Rotational: true, Model: "ST4000NM0035-1V4", Vendor: "ATA", Serial: "ZC1ABCDE",
+			WWN: "naa.5000c500a1b2c3d4", IDs: []string{"wwn-0x5000c500a1b2c3d4"}, Signature: "ext4"},
+		{Name: "sdc", Size: 3907029168 * 512, Rotational: true, Model: "WDC WD20EZRZ-00Z", Vendor: "ATA",
+			Serial: "WD-WCC4M1234567", Signature: report.SignatureUnknown},
+		{Name: "vda", Size: 536870912 * 512, Rotational: true, Vendor: "0x1af4", Serial: "177663465177854",
+			IDs: []string{"virtio-177663465177854"}, Signature: report.SignatureNone},
+		{Name: "vdb", Size: 209715200 * 512, Rotational: true, Vendor: "0x1af4", Serial: "data-disk-2", Holders: 1,
+			Signature: "LVM2_member"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("inventory (-want +got):\n%s", diff)
+	}
+}
+
+func TestInventoryMissingSysfs(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	if _, err := (&Inventory{SysDir: t.TempDir()}).Disks(ctx); err == nil {
+		t.Fatal("a sysfs root without block/ must fail")
+	}
+}
+
+func TestProbeSignature(t *testing.T) {
+	tests := []struct {
+		name   string
+		offset int
+		magic  string
+		want   string
+	}{
+		{name: "empty device", want: report.SignatureNone},
+		{name: "zeroed device", offset: probeBytes - 1, magic: "\x00", want: report.SignatureNone},
+		{name: "GPT", offset: 512, magic: "EFI PART", want: "gpt"},
+		{name: "MBR", offset: 510, magic: "\x55\xaa", want: "dos"},
+		{name: "ext4", offset: 1080, magic: "\x53\xef", want: "ext4"},
+		{name: "XFS", offset: 0, magic: "XFSB", want: "xfs"},
+		{name: "Btrfs", offset: 65600, magic: "_BHRfS_M", want: "btrfs"},
+		{name: "LUKS", offset: 0, magic: "LUKS\xba\xbe", want: "crypto_LUKS"},
+		{name: "LVM", offset: 512, magic: "LABELONE", want: "LVM2_member"},
+		{name: "swap", offset: 4086, magic: "SWAPSPACE2", want: "swap"},
+		{name: "md 1.2", offset: 4096, magic: "\xfc\x4e\x2b\xa9", want: "linux_raid_member"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "dev")
+			writeAt(t, p, tc.offset, tc.magic)
+			got, err := ProbeSignature(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if _, err := ProbeSignature(filepath.Join(t.TempDir(), "none")); err == nil {
+		t.Error("a missing device must fail")
+	}
+}
+
+func TestVPDSerial(t *testing.T) {
+	tests := []struct {
+		name string
+		page string
+		want string
+	}{
+		{name: "serial", page: "\x00\x80\x00\x04AB12", want: "AB12"},
+		{name: "padded", page: "\x00\x80\x00\x06  AB12", want: "AB12"},
+		{name: "other page", page: "\x00\x83\x00\x04AB12", want: ""},
+		{name: "short", page: "\x00\x80\x00\x09AB12", want: ""},
+		{name: "header only", page: "\x00\x80", want: ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "vpd_pg80")
+			writeAt(t, p, 0, tc.page)
+			if got := vpdSerial(p); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// recordedDev writes the device nodes of the recorded disks as images with
+// their first sectors, and udev's by-id links to them. sdc has no image:
+// its probe fails.
+func recordedDev(t *testing.T) (devDir, byID string) {
+	t.Helper()
+	devDir = t.TempDir()
+	byID = filepath.Join(devDir, "disk", "by-id")
+	if err := os.MkdirAll(byID, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, sig := range map[string][2]any{
+		"nvme0n1": {0, ""}, "nvme1n1": {512, "EFI PART"}, "sda": {4095, "\x00"},
+		"sdb": {1080, "\x53\xef"}, "vda": {0, ""}, "vdb": {512, "LABELONE"}, "dm-0": {0, ""},
+	} {
+		writeAt(t, filepath.Join(devDir, name), sig[0].(int), sig[1].(string))
+	}
+	for link, dev := range map[string]string{
+		"nvme-Samsung_SSD_970_EVO_Plus_1TB_S4EWNX0N123456": "nvme0n1",
+		"nvme-eui.0025385b71b01234":                        "nvme0n1",
+		"nvme-eui.002538b981b05678":                        "nvme1n1",
+		"ata-Samsung_SSD_860_EVO_500GB_S3Z1NB0K123456A":    "sda",
+		"wwn-0x5002538e40a1b2c3":                           "sda",
+		"wwn-0x5000c500a1b2c3d4":                           "sdb",
+		"virtio-177663465177854":                           "vda",
+		"dangling":                                         "sdz",
+		"dm-uuid-LVM-abc123":                               "dm-0",
+	} {
+		mustSymlink(t, "../../"+dev, filepath.Join(byID, link))
+	}
+	return devDir, byID
+}
+
+func writeAt(t *testing.T, path string, offset int, data string) {
+	t.Helper()
+	b := make([]byte, offset+len(data))
+	copy(b[offset:], data)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,106 @@
+package report
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// inventoryReport is a report with n disks whose serials and WWNs are
+// random, as real ones are to a compressor, each with two by-id links, and
+// one selector class publishing all of them.
+func inventoryReport(n int) *Report {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	r := &Report{Version: Version, Node: "node-1", DisksTotal: n}
+	c := Class{Name: "ssd"}
+	for i := range n {
+		var serial strings.Builder
+		for range 14 {
+			serial.WriteByte(alnum[rng.IntN(len(alnum))])
+		}
+		wwn := fmt.Sprintf("naa.5%015x", rng.Uint64()>>4)
+		d := Disk{Name: fmt.Sprintf("sd%c%c", 'a'+i/26, 'a'+i%26), Size: rng.Int64N(16 << 40), Rotational: i%2 == 0,
+			Model: "Samsung SSD 870 EVO 4TB", Vendor: "ATA", Serial: serial.String(), WWN: wwn, Signature: SignatureNone,
+			IDs: []string{"ata-Samsung_SSD_870_EVO_4TB_" + serial.String(), "wwn-0x" + wwn[4:]}}
+		r.Disks = append(r.Disks, d)
+		props := d
+		props.IDs = nil
+		c.Volumes = append(c.Volumes, Volume{Name: d.IDs[1], Kind: KindBlock, Capacity: d.Size, Disk: &props})
+	}
+	r.Classes = []Class{c}
+	return r
+}
+
+// TestInventoryBudget records how many selected disks, with the inventory,
+// fit in the termination messages.
+func TestInventoryBudget(t *testing.T) {
+	tests := []struct {
+		disks, shards int
+	}{
+		{disks: 48, shards: 1},
+		{disks: 64, shards: 2},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprint(tc.disks), func(t *testing.T) {
+			r := inventoryReport(tc.disks)
+			msgs, err := encode(r, tc.shards)
+			if err != nil {
+				t.Fatalf("%d disks do not fit in %d shards: %v", tc.disks, tc.shards, err)
+			}
+			back, err := Decode(msgs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(back.Disks) != tc.disks || back.Classes[0].Volumes[0].Disk.Serial != r.Disks[0].Serial {
+				t.Errorf("round trip lost disks: %d", len(back.Disks))
+			}
+		})
+	}
+}
+
+func TestDecodeRejectsBadDisks(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*Report)
+		want   string
+	}{
+		{name: "too many disks", mutate: func(r *Report) { r.Disks = inventoryReport(MaxDisks + 1).Disks }, want: "disks exceed"},
+		{name: "empty name", mutate: func(r *Report) { r.Disks[0].Name = "" }, want: "disk name is empty"},
+		{name: "negative size", mutate: func(r *Report) { r.Classes[0].Volumes[0].Disk.Size = -1 }, want: "negative size"},
+		{name: "too many ids", mutate: func(r *Report) { r.Disks[0].IDs = make([]string, 9) }, want: "ids"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := inventoryReport(2)
+			tc.mutate(r)
+			msgs, err := Encode(r, MaxShards)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Decode(msgs); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestEncodeDropsInventoryFirst(t *testing.T) {
+	r := inventoryReport(MaxDisks)
+	r.Classes[0].Volumes = nil
+	for i := range 300 {
+		r.Classes[0].Volumes = append(r.Classes[0].Volumes, Volume{Name: fmt.Sprintf("vol-%04d", i), Kind: KindDirectory, Capacity: 1})
+	}
+	msgs, err := Encode(r, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Decode(msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Disks != nil || back.DisksTotal != MaxDisks || len(back.Classes[0].Volumes) != 300 {
+		t.Errorf("got %d disks of %d and %d volumes", len(back.Disks), back.DisksTotal, len(back.Classes[0].Volumes))
+	}
+}
