@@ -58,6 +58,9 @@ func (c *controller) onNode(oldObj, obj interface{}) {
 		return
 	}
 	if old, ok := oldObj.(*v1.Node); ok {
+		if machineOf(old) != machineOf(node) {
+			c.queue.Add(nodeKey(node.Name)) // its PVs' machine is checked
+		}
 		if c.cfg.NodeMatches(old) == c.cfg.NodeMatches(node) &&
 			old.Labels[v1.LabelHostname] == node.Labels[v1.LabelHostname] {
 			return
@@ -88,6 +91,7 @@ func (c *controller) onPV(obj interface{}) {
 	if id := pv.Labels[jobs.LabelVolumeID]; id != "" {
 		c.queue.Add(volKey(id))
 	}
+	c.queue.Add(blockedClaimsKey)
 }
 
 func (c *controller) onJob(obj interface{}) {

@@ -34,6 +34,7 @@ func TestMetricsConvention(t *testing.T) {
 		"discovery_duration_seconds", "cleanup_duration_seconds", "persistentvolumes_created_total",
 		"persistentvolumes_deleted_total", "rejected_reports_total", "rejected_volumes_total", "job_failures_total",
 		"jobs_created_total", "missing_bound_volumes", "watcher_notifications_total",
+		"machine_replacements_total", "replaced_machine_volumes",
 	}, func() {
 		DiscoveryDuration.WithLabelValues("succeeded").Observe(0)
 		CleanupDuration.WithLabelValues("Filesystem", "succeeded").Observe(0)
@@ -45,5 +46,5 @@ func TestMetricsConvention(t *testing.T) {
 		JobsCreated.WithLabelValues(KindDiscovery).Add(0)
 		WatcherNotifications.WithLabelValues("Resync", "success").Add(0)
 	}, DiscoveryDuration, CleanupDuration, PVsCreated, PVsDeleted, RejectedReports, RejectedVolumes,
-		JobFailures, JobsCreated, MissingVolumes, WatcherNotifications)
+		JobFailures, JobsCreated, MissingVolumes, WatcherNotifications, MachineReplacements, ReplacedMachineVolumes)
 }
