@@ -140,7 +140,7 @@ func (c *controller) buildPV(node *v1.Node, hostname, id string, v validation.Vo
 			Name:        naming.PVNameForID(id),
 			Labels:      lbls,
 			Annotations: anns,
-			Finalizers: []string{jobs.FinalizerPVProtection},
+			Finalizers:  []string{jobs.FinalizerPVProtection},
 		},
 		Spec: v1.PersistentVolumeSpec{
 			Capacity:                      v1.ResourceList{v1.ResourceStorage: *resource.NewQuantity(RoundCapacity(v.Volume.Capacity), resource.BinarySI)},
