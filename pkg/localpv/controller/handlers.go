@@ -51,23 +51,23 @@ func (c *controller) addHandlers(logger klog.Logger, inf Informers) error {
 }
 
 // onNode requests discovery for a new node, and for a node that starts to
-// match the node selector or gets a new hostname label.
+// match the node selector, gets a new hostname label or runs on another
+// machine (its PVs' machines are checked before discovery runs).
 func (c *controller) onNode(oldObj, obj interface{}) {
 	node, ok := obj.(*v1.Node)
 	if !ok {
 		return
 	}
 	if old, ok := oldObj.(*v1.Node); ok {
-		if machineOf(old) != machineOf(node) {
-			c.queue.Add(nodeKey(node.Name)) // its PVs' machine is checked
-		}
-		if c.cfg.NodeMatches(old) == c.cfg.NodeMatches(node) &&
+		if c.cfg.NodeMatches(old) == c.cfg.NodeMatches(node) && machineOf(old) == machineOf(node) &&
 			old.Labels[v1.LabelHostname] == node.Labels[v1.LabelHostname] {
 			return
 		}
 	}
 	if c.cfg.NodeMatches(node) {
 		c.requestDiscovery(node.Name)
+	} else {
+		c.queue.Add(nodeKey(node.Name))
 	}
 }
 
