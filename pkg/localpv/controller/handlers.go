@@ -25,8 +25,11 @@ func (c *controller) addHandlers(logger klog.Logger, inf Informers) error {
 			DeleteFunc: func(obj interface{}) { c.onNodeDelete(obj) },
 		}},
 		{"persistentvolumes", inf.PVs.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.onPV,
-			UpdateFunc: func(_, obj interface{}) { c.onPV(obj) },
+			AddFunc: c.onPV,
+			UpdateFunc: func(old, obj interface{}) {
+				c.onPV(obj)
+				c.onMarkedPV(old)
+			},
 			DeleteFunc: c.onPV,
 		}},
 		{"jobs", inf.Jobs.Informer(), cache.ResourceEventHandlerFuncs{
@@ -91,7 +94,15 @@ func (c *controller) onPV(obj interface{}) {
 	if id := pv.Labels[jobs.LabelVolumeID]; id != "" {
 		c.queue.Add(volKey(id))
 	}
-	c.queue.Add(blockedClaimsKey)
+	c.onMarkedPV(pv)
+}
+
+// onMarkedPV rewrites the blocked claims when a PV marked machine-replaced
+// changes: it was marked, unmarked, bound, released or deleted.
+func (c *controller) onMarkedPV(obj interface{}) {
+	if pv, ok := obj.(*v1.PersistentVolume); ok && pv.Labels[jobs.LabelMachineReplaced] != "" {
+		c.queue.Add(blockedClaimsKey)
+	}
 }
 
 func (c *controller) onJob(obj interface{}) {
