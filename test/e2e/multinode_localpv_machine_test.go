@@ -78,22 +78,26 @@ func TestMultiNodeLocalPVReplacedMachine(t *testing.T) {
 		out, _ := c.Kubectl(ctx, "get", "pv", "-o", "wide")
 		t.Fatalf("the new machine's disk is not published as a new PV: %v\n%s", err, out)
 	}
+	t.Logf("machine %s → %s: PV %s kept and marked, disk published again as PV %s", old.Annotations[jobs.AnnMachineID], newID,
+		old.Name, fresh.Name)
 	if fresh.Annotations[jobs.AnnMachineID] != newID {
 		t.Errorf("new PV %s records machine %q, want %q", fresh.Name, fresh.Annotations[jobs.AnnMachineID], newID)
 	}
 
 	c.DeletePod(t, name)
+	var refusal error
 	if err := poll(t, 60*time.Second, func() bool {
 		pod := claimPodSpec(name+"-again", name)
-		_, err := c.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
-		if err == nil {
+		_, refusal = c.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+		if refusal == nil {
 			c.DeletePod(t, pod.Name)
 			return false
 		}
-		return strings.Contains(err.Error(), "delete the claim") && strings.Contains(err.Error(), old.Name)
+		return strings.Contains(refusal.Error(), "delete the claim") && strings.Contains(refusal.Error(), old.Name)
 	}); err != nil {
-		t.Fatalf("a new pod of claim %s, bound to the replaced machine's PV, was not refused: %v", name, err)
+		t.Fatalf("a new pod of claim %s, bound to the replaced machine's PV, was not refused: %v (last: %v)", name, err, refusal)
 	}
+	t.Logf("a new pod of the claim is refused: %v", refusal)
 }
 
 // replaceMachineID makes node n's kubelet report machine ID id: it
@@ -107,7 +111,9 @@ func replaceMachineID(ctx context.Context, t *testing.T, c *framework.Cluster, n
 		t.Fatal(err)
 	}
 	n.Run(ctx, t, "mount", "--bind", file, "/etc/machine-id")
-	restart := restartComponentOn(ctx, t, c, n, "kubelet", nil)
+	// The returned function restarts the kubelet again from a cleanup,
+	// after the test's context is done.
+	restart := restartComponentOn(context.Background(), t, c, n, "kubelet", nil)
 	if err := poll(t, 60*time.Second, func() bool {
 		node, err := c.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 		return err == nil && node.Status.NodeInfo.MachineID == id
