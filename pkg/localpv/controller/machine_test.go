@@ -272,3 +272,28 @@ func TestUnknownReplacedMachinePolicyIsRefused(t *testing.T) {
 		t.Errorf("error = %v, want one listing the valid policies", err)
 	}
 }
+
+func TestMachineChangeEventChecksPVsAndRunsDiscovery(t *testing.T) {
+	f := newFixture(t, nil, machineNode("a", "m1", "u1"), newClass("fast", v1.PersistentVolumeReclaimDelete))
+	f.discover("a", fsReport("a", "vol1"))
+	old := naming.PVNameForID(naming.MachineVolumeID("a", vol1, "m1", "u1"))
+	f.setPhase(old, v1.VolumeBound, true)
+	f.drain()
+	f.c.onNode(machineNode("a", "m1", "u1"), machineNode("a", "m1", "u1"))
+	if f.c.queue.Len() != 0 {
+		t.Fatal("an unchanged node update queued work")
+	}
+	f.setMachine("a", "m2", "u2")
+	f.c.onNode(machineNode("a", "m1", "u1"), machineNode("a", "m2", "u2"))
+	f.drain()
+	if !marked(f.pv(old)) {
+		t.Error("a machine change event did not mark the bound PV")
+	}
+	if f.job(naming.DiscoveryJobName("a")) == nil {
+		t.Error("a machine change event did not start discovery")
+	}
+	cm, err := f.kube.CoreV1().ConfigMaps(testNS).Get(t.Context(), BlockedClaimsConfigMap, metav1.GetOptions{})
+	if err != nil || cm.Data[BlockedClaimKey("default", "claim")] != old {
+		t.Errorf("blocked claims %v (%v), want default.claim → %s", cm, err, old)
+	}
+}
