@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
 )
@@ -84,18 +85,27 @@ func TestMultiNodeLocalPVReplacedMachine(t *testing.T) {
 		t.Errorf("new PV %s records machine %q, want %q", fresh.Name, fresh.Annotations[jobs.AnnMachineID], newID)
 	}
 
+	if err := poll(t, 60*time.Second, func() bool {
+		cm, err := c.Client.CoreV1().ConfigMaps(lpvNamespace).Get(ctx, controller.BlockedClaimsConfigMap, metav1.GetOptions{})
+		return err == nil && cm.Data[controller.BlockedClaimKey("default", name)] == old.Name
+	}); err != nil {
+		t.Fatalf("claim %s is not in the master's blocked claims: %v", name, err)
+	}
 	c.DeletePod(t, name)
+	// The apiserver's admission sees the ConfigMap through its own
+	// informer: dry runs, which admission checks like creations, wait for it
+	// without starting a pod on the new disk.
 	var refusal error
 	if err := poll(t, 60*time.Second, func() bool {
-		pod := claimPodSpec(name+"-again", name)
-		_, refusal = c.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
-		if refusal == nil {
-			c.DeletePod(t, pod.Name)
-			return false
-		}
-		return strings.Contains(refusal.Error(), "delete the claim") && strings.Contains(refusal.Error(), old.Name)
+		_, refusal = c.Client.CoreV1().Pods("default").Create(ctx, claimPodSpec(name+"-again", name),
+			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return refusal != nil
 	}); err != nil {
-		t.Fatalf("a new pod of claim %s, bound to the replaced machine's PV, was not refused: %v (last: %v)", name, err, refusal)
+		t.Fatalf("a new pod of claim %s, bound to the replaced machine's PV, was not refused: %v", name, err)
+	}
+	_, refusal = c.Client.CoreV1().Pods("default").Create(ctx, claimPodSpec(name+"-again", name), metav1.CreateOptions{})
+	if refusal == nil || !strings.Contains(refusal.Error(), "delete the claim") || !strings.Contains(refusal.Error(), old.Name) {
+		t.Fatalf("a new pod of claim %s: %v, want the admission policy's refusal naming PV %s and the fix", name, refusal, old.Name)
 	}
 	t.Logf("a new pod of the claim is refused: %v", refusal)
 }
