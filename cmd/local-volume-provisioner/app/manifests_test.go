@@ -127,8 +127,8 @@ func TestManifests(t *testing.T) {
 
 func checkPolicy(t *testing.T, policies map[string]*admissionv1.ValidatingAdmissionPolicy, bindings map[string]string, watcher *appsv1.DaemonSet) {
 	t.Helper()
-	if len(policies) != 1 {
-		t.Fatalf("want one admission policy, got %d", len(policies))
+	if len(policies) != 2 {
+		t.Fatalf("want two admission policies, got %d", len(policies))
 	}
 	for name, p := range policies {
 		found := false
@@ -137,6 +137,10 @@ func checkPolicy(t *testing.T, policies map[string]*admissionv1.ValidatingAdmiss
 		}
 		if !found {
 			t.Errorf("policy %s has no binding", name)
+		}
+		if name == "local-volume-provisioner-replaced-machine-claims" {
+			checkClaimsPolicy(t, p)
+			continue
 		}
 		user := "system:serviceaccount:" + watcher.Namespace + ":" + watcher.Spec.Template.Spec.ServiceAccountName
 		if len(p.Spec.MatchConditions) != 1 || !strings.Contains(p.Spec.MatchConditions[0].Expression, user) {
@@ -178,10 +182,27 @@ func isWrite(verb string) bool {
 
 // checkCEL compiles each expression with the admission variables declared as
 // dynamic values, which catches syntax errors and unknown top-level names.
+// checkClaimsPolicy checks the policy of blocked claims: it reads the
+// ConfigMap the master writes, and its CEL compiles.
+func checkClaimsPolicy(t *testing.T, p *admissionv1.ValidatingAdmissionPolicy) {
+	t.Helper()
+	if p.Spec.ParamKind == nil || p.Spec.ParamKind.Kind != "ConfigMap" {
+		t.Errorf("policy %s does not take a ConfigMap as params", p.Name)
+	}
+	exprs := []string{}
+	for _, v := range p.Spec.Variables {
+		exprs = append(exprs, v.Expression)
+	}
+	for _, v := range p.Spec.Validations {
+		exprs = append(exprs, v.Expression, v.MessageExpression)
+	}
+	checkCEL(t, exprs)
+}
+
 func checkCEL(t *testing.T, exprs []string) {
 	t.Helper()
 	env, err := cel.NewEnv(cel.Variable("request", cel.DynType), cel.Variable("object", cel.DynType),
-		cel.Variable("oldObject", cel.DynType), cel.Variable("variables", cel.DynType))
+		cel.Variable("oldObject", cel.DynType), cel.Variable("variables", cel.DynType), cel.Variable("params", cel.DynType))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/cel-go/cel"
@@ -12,12 +13,7 @@ import (
 // standing in for the admission request. The integration test against a real
 // apiserver is the authority; this catches logic slips early.
 func TestPolicySemantics(t *testing.T) {
-	var policy *admissionv1.ValidatingAdmissionPolicy
-	for _, o := range loadManifests(t) {
-		if p, ok := o.(*admissionv1.ValidatingAdmissionPolicy); ok {
-			policy = p
-		}
-	}
+	policy := shippedPolicy(t, "local-volume-provisioner-watcher-own-node")
 	watcherUser := "system:serviceaccount:local-volume-provisioner:local-volume-provisioner-watcher"
 	tests := []struct {
 		name      string
@@ -71,10 +67,73 @@ func TestPolicySemantics(t *testing.T) {
 	}
 }
 
+func shippedPolicy(t *testing.T, name string) *admissionv1.ValidatingAdmissionPolicy {
+	t.Helper()
+	for _, o := range loadManifests(t) {
+		if p, ok := o.(*admissionv1.ValidatingAdmissionPolicy); ok && p.Name == name {
+			return p
+		}
+	}
+	t.Fatalf("no ValidatingAdmissionPolicy %s in the manifests", name)
+	return nil
+}
+
+// TestReplacedMachinePolicySemantics evaluates the policy that refuses pods
+// of blocked claims, with a ConfigMap's data as its params.
+func TestReplacedMachinePolicySemantics(t *testing.T) {
+	policy := shippedPolicy(t, "local-volume-provisioner-replaced-machine-claims")
+	claimVol := func(claim string) map[string]interface{} {
+		return map[string]interface{}{"name": "v", "persistentVolumeClaim": map[string]interface{}{"claimName": claim}}
+	}
+	blocked := map[string]interface{}{"data": map[string]interface{}{"apps.data-db-0": "local-pv-0123"}}
+	tests := []struct {
+		name      string
+		namespace string
+		volumes   []interface{}
+		params    map[string]interface{}
+		wantAllow bool
+	}{
+		{name: "a pod of a blocked claim is refused", namespace: "apps", volumes: []interface{}{claimVol("data-db-0")}, params: blocked},
+		{name: "a pod with a blocked claim among others is refused", namespace: "apps",
+			volumes: []interface{}{map[string]interface{}{"name": "tmp", "emptyDir": map[string]interface{}{}}, claimVol("data-db-0")}, params: blocked},
+		{name: "the same claim name in another namespace is allowed", namespace: "other", volumes: []interface{}{claimVol("data-db-0")},
+			params: blocked, wantAllow: true},
+		{name: "a pod of another claim is allowed", namespace: "apps", volumes: []interface{}{claimVol("data-db-1")}, params: blocked, wantAllow: true},
+		{name: "a pod without volumes is allowed", namespace: "apps", params: blocked, wantAllow: true},
+		{name: "an empty ConfigMap allows all", namespace: "apps", volumes: []interface{}{claimVol("data-db-0")},
+			params: map[string]interface{}{}, wantAllow: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := map[string]interface{}{}
+			if tc.volumes != nil {
+				spec["volumes"] = tc.volumes
+			}
+			vars := map[string]interface{}{"request": map[string]interface{}{"namespace": tc.namespace, "operation": "CREATE"},
+				"object": map[string]interface{}{"spec": spec}, "params": tc.params, "variables": map[string]interface{}{}}
+			computed := map[string]interface{}{}
+			for _, v := range policy.Spec.Variables {
+				computed[v.Name] = eval(t, v.Expression, vars)
+				vars["variables"] = computed
+			}
+			allowed := evalBool(t, policy.Spec.Validations[0].Expression, vars)
+			if allowed != tc.wantAllow {
+				t.Fatalf("allowed = %v, want %v", allowed, tc.wantAllow)
+			}
+			if !allowed {
+				msg, _ := eval(t, policy.Spec.Validations[0].MessageExpression, vars).(string)
+				if !strings.Contains(msg, "local-pv-0123") || !strings.Contains(msg, "delete the claim") {
+					t.Errorf("message %q does not name the PV and the fix", msg)
+				}
+			}
+		})
+	}
+}
+
 func eval(t *testing.T, expr string, vars map[string]interface{}) interface{} {
 	t.Helper()
 	env, err := cel.NewEnv(cel.Variable("request", cel.DynType), cel.Variable("object", cel.DynType),
-		cel.Variable("oldObject", cel.DynType), cel.Variable("variables", cel.DynType))
+		cel.Variable("oldObject", cel.DynType), cel.Variable("variables", cel.DynType), cel.Variable("params", cel.DynType))
 	if err != nil {
 		t.Fatal(err)
 	}

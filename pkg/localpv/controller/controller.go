@@ -54,6 +54,9 @@ type Options struct {
 	// Notifications is the client of NodeDiskState objects. When set, the
 	// object of a deleted node is deleted too.
 	Notifications dynamic.ResourceInterface
+	// ReplacedMachinePolicy is ReplacedMachineBlockPods (the default when
+	// empty) or ReplacedMachineWarn.
+	ReplacedMachinePolicy string
 }
 
 // Informers are what the master watches. Jobs and Pods must be limited to
@@ -94,6 +97,9 @@ type controller struct {
 	// seenJobs holds finished Jobs whose result was already counted in
 	// metrics and events.
 	seenJobs map[string]bool
+	// blockedClaims is the content of the blocked-claims ConfigMap as last
+	// written; nil until the first write.
+	blockedClaims map[string]string
 }
 
 var _ Controller = &controller{}
@@ -116,6 +122,13 @@ func newController(ctx context.Context, kube kubernetes.Interface, inf Informers
 	}
 	if opts.RetryBase <= 0 {
 		opts.RetryBase = 10 * time.Second
+	}
+	switch opts.ReplacedMachinePolicy {
+	case "":
+		opts.ReplacedMachinePolicy = ReplacedMachineBlockPods
+	case ReplacedMachineBlockPods, ReplacedMachineWarn:
+	default:
+		return nil, fmt.Errorf("replaced machine policy %q is not one of %v", opts.ReplacedMachinePolicy, ReplacedMachinePolicies)
 	}
 	if opts.RetryMax < opts.RetryBase {
 		opts.RetryMax = max(opts.RetryBase, 30*time.Minute)
@@ -158,6 +171,7 @@ func (c *controller) Run(ctx context.Context, workers int) {
 	}
 	c.enqueueKnownNodes()
 	c.recountMissing("", false)
+	c.queue.Add(blockedClaimsKey)
 	var wg sync.WaitGroup
 	for range max(workers, 1) {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
@@ -206,6 +220,8 @@ func (c *controller) sync(ctx context.Context, key string) error {
 		return c.syncNode(ctx, name)
 	case "vol":
 		return c.syncVolume(ctx, name)
+	case "claims":
+		return c.syncBlockedClaims(ctx)
 	}
 	return nil
 }

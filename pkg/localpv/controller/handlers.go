@@ -25,8 +25,11 @@ func (c *controller) addHandlers(logger klog.Logger, inf Informers) error {
 			DeleteFunc: func(obj interface{}) { c.onNodeDelete(obj) },
 		}},
 		{"persistentvolumes", inf.PVs.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.onPV,
-			UpdateFunc: func(_, obj interface{}) { c.onPV(obj) },
+			AddFunc: c.onPV,
+			UpdateFunc: func(old, obj interface{}) {
+				c.onPV(obj)
+				c.onMarkedPV(old)
+			},
 			DeleteFunc: c.onPV,
 		}},
 		{"jobs", inf.Jobs.Informer(), cache.ResourceEventHandlerFuncs{
@@ -51,20 +54,23 @@ func (c *controller) addHandlers(logger klog.Logger, inf Informers) error {
 }
 
 // onNode requests discovery for a new node, and for a node that starts to
-// match the node selector or gets a new hostname label.
+// match the node selector, gets a new hostname label or runs on another
+// machine (its PVs' machines are checked before discovery runs).
 func (c *controller) onNode(oldObj, obj interface{}) {
 	node, ok := obj.(*v1.Node)
 	if !ok {
 		return
 	}
 	if old, ok := oldObj.(*v1.Node); ok {
-		if c.cfg.NodeMatches(old) == c.cfg.NodeMatches(node) &&
+		if c.cfg.NodeMatches(old) == c.cfg.NodeMatches(node) && machineOf(old) == machineOf(node) &&
 			old.Labels[v1.LabelHostname] == node.Labels[v1.LabelHostname] {
 			return
 		}
 	}
 	if c.cfg.NodeMatches(node) {
 		c.requestDiscovery(node.Name)
+	} else {
+		c.queue.Add(nodeKey(node.Name))
 	}
 }
 
@@ -87,6 +93,15 @@ func (c *controller) onPV(obj interface{}) {
 	}
 	if id := pv.Labels[jobs.LabelVolumeID]; id != "" {
 		c.queue.Add(volKey(id))
+	}
+	c.onMarkedPV(pv)
+}
+
+// onMarkedPV rewrites the blocked claims when a PV marked machine-replaced
+// changes: it was marked, unmarked, bound, released or deleted.
+func (c *controller) onMarkedPV(obj interface{}) {
+	if pv, ok := obj.(*v1.PersistentVolume); ok && pv.Labels[jobs.LabelMachineReplaced] != "" {
+		c.queue.Add(blockedClaimsKey)
 	}
 }
 

@@ -15,6 +15,9 @@ const (
 	indexVolume   = "volume"
 	indexNode     = "node"
 	indexHostPath = "hostPath"
+	// indexNodePath maps node name and host path to the master's PVs (of
+	// every machine that ran under the name) and to cleanup Jobs.
+	indexNodePath = "nodePath"
 )
 
 var pvIndexers = cache.Indexers{
@@ -27,6 +30,12 @@ var pvIndexers = cache.Indexers{
 	indexNode: func(obj interface{}) ([]string, error) {
 		if pv, ok := obj.(*v1.PersistentVolume); ok && managed(pv) && pv.Annotations[jobs.AnnNode] != "" {
 			return []string{pv.Annotations[jobs.AnnNode]}, nil
+		}
+		return nil, nil
+	},
+	indexNodePath: func(obj interface{}) ([]string, error) {
+		if pv, ok := obj.(*v1.PersistentVolume); ok && managed(pv) && pv.Annotations[jobs.AnnNode] != "" {
+			return []string{hostPathKey(pv.Annotations[jobs.AnnNode], pv.Annotations[jobs.AnnHostPath])}, nil
 		}
 		return nil, nil
 	},
@@ -50,6 +59,12 @@ var jobIndexers = cache.Indexers{
 	indexVolume: func(obj interface{}) ([]string, error) {
 		if j, ok := obj.(*batchv1.Job); ok && j.Labels[jobs.LabelRole] == jobs.RoleCleanup && j.Labels[jobs.LabelVolumeID] != "" {
 			return []string{j.Labels[jobs.LabelVolumeID]}, nil
+		}
+		return nil, nil
+	},
+	indexNodePath: func(obj interface{}) ([]string, error) {
+		if j, ok := obj.(*batchv1.Job); ok && j.Labels[jobs.LabelRole] == jobs.RoleCleanup && j.Annotations[jobs.AnnNode] != "" {
+			return []string{hostPathKey(j.Annotations[jobs.AnnNode], j.Annotations[jobs.AnnHostPath])}, nil
 		}
 		return nil, nil
 	},
@@ -101,14 +116,48 @@ func (c *controller) pvsOnNode(node string) ([]*v1.PersistentVolume, error) {
 	return out, nil
 }
 
-// pathTaken reports whether any local PV already points at the path on a
-// node with this hostname.
-func (c *controller) pathTaken(hostname, path string) (bool, error) {
+// pathTaken reports whether a local PV other than the master's PVs of this
+// node name already points at the path on a node with this hostname.
+func (c *controller) pathTaken(node, hostname, path string) (bool, error) {
 	objs, err := c.pvIndexer.ByIndex(indexHostPath, hostPathKey(hostname, path))
 	if err != nil {
 		return false, fmt.Errorf("failed to look up PVs of path %s: %w", path, err)
 	}
-	return len(objs) > 0, nil
+	for _, o := range objs {
+		if pv := o.(*v1.PersistentVolume); !managed(pv) || pv.Annotations[jobs.AnnNode] != node {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// pvsAt returns the master's PVs of a path on a node name, of any machine.
+func (c *controller) pvsAt(node, path string) ([]*v1.PersistentVolume, error) {
+	objs, err := c.pvIndexer.ByIndex(indexNodePath, hostPathKey(node, path))
+	if err != nil {
+		return nil, fmt.Errorf("failed to look up PVs of path %s: %w", path, err)
+	}
+	out := make([]*v1.PersistentVolume, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.(*v1.PersistentVolume))
+	}
+	return out, nil
+}
+
+// pathLocked reports whether a path of a node name has a cleanup Job that
+// has not succeeded, whichever machine's PV it wipes: the Job runs on the
+// machine that has the name now.
+func (c *controller) pathLocked(node, path string) (bool, error) {
+	objs, err := c.jobIndexer.ByIndex(indexNodePath, hostPathKey(node, path))
+	if err != nil {
+		return true, fmt.Errorf("failed to look up cleanup Jobs of path %s: %w", path, err)
+	}
+	for _, o := range objs {
+		if _, ok := jobs.IsFinished(o.(*batchv1.Job)); !ok {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // cleanupJobs returns a volume's cleanup Jobs, oldest attempt first.

@@ -34,6 +34,9 @@ func (c *controller) syncNode(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	if err := c.checkMachine(ctx, node); err != nil {
+		return err
+	}
 	if !c.cfg.NodeMatches(node) {
 		c.withNode(name, func(st *nodeState) { st.wantDiscovery = false })
 		return nil

@@ -51,20 +51,27 @@ func (c *controller) reconcileNode(ctx context.Context, node *v1.Node, res *vali
 // cleanup has not succeeded.
 func (c *controller) publish(ctx context.Context, node *v1.Node, hostname string, v validation.Volume) error {
 	logger := klog.FromContext(ctx)
-	id := naming.VolumeID(node.Name, v.HostPath)
-	if pv, err := c.managedPV(id); err != nil || pv != nil {
-		if pv != nil {
-			return c.clearMissing(ctx, pv)
-		}
+	cur := machineOf(node)
+	pvs, err := c.pvsAt(node.Name, v.HostPath)
+	if err != nil {
 		return err
 	}
-	if taken, err := c.pathTaken(hostname, v.HostPath); err != nil || taken {
+	for _, pv := range pvs {
+		if !recordedMachine(pv).differs(cur) {
+			return c.clearMissing(ctx, pv) // this machine's, or not yet recorded
+		}
+	}
+	id := naming.MachineVolumeID(node.Name, v.HostPath, cur.id, cur.uuid)
+	if pv, err := c.managedPV(id); err != nil || pv != nil {
+		return err
+	}
+	if taken, err := c.pathTaken(node.Name, hostname, v.HostPath); err != nil || taken {
 		return err
 	}
 	if c.diskUnusable(node, v) {
 		return nil
 	}
-	if locked, err := c.cleanupLocked(id); err != nil || locked {
+	if locked, err := c.pathLocked(node.Name, v.HostPath); err != nil || locked {
 		if locked {
 			logger.V(2).Info("Volume has an unfinished cleanup, not publishing it", "path", v.HostPath)
 		}
@@ -82,7 +89,7 @@ func (c *controller) publish(ctx context.Context, node *v1.Node, hostname string
 		c.event(node, v1.EventTypeWarning, "UnsupportedReclaimPolicy", "StorageClass %s uses Recycle; use Delete or Retain", v.Class)
 		return nil
 	}
-	pv := c.buildPV(node, hostname, v, sc.ReclaimPolicy, sc.MountOptions)
+	pv := c.buildPV(node, hostname, id, v, sc.ReclaimPolicy, sc.MountOptions)
 	if _, err := c.kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil
@@ -94,7 +101,7 @@ func (c *controller) publish(ctx context.Context, node *v1.Node, hostname string
 	return nil
 }
 
-func (c *controller) buildPV(node *v1.Node, hostname string, v validation.Volume, reclaim *v1.PersistentVolumeReclaimPolicy,
+func (c *controller) buildPV(node *v1.Node, hostname, id string, v validation.Volume, reclaim *v1.PersistentVolumeReclaimPolicy,
 	mountOptions []string) *v1.PersistentVolume {
 	policy := v1.PersistentVolumeReclaimDelete
 	if reclaim != nil {
@@ -123,16 +130,23 @@ func (c *controller) buildPV(node *v1.Node, hostname string, v validation.Volume
 	}
 	lbls[jobs.LabelManagedBy] = jobs.ManagedByValue
 	lbls[jobs.LabelNodeID] = naming.NodeID(node.Name)
-	lbls[jobs.LabelVolumeID] = naming.VolumeID(node.Name, v.HostPath)
+	lbls[jobs.LabelVolumeID] = id
+	anns := map[string]string{
+		jobs.AnnProvisionedBy: c.opts.ProvisionerName, jobs.AnnNode: node.Name,
+		jobs.AnnHostPath: v.HostPath, jobs.AnnClass: v.Class, jobs.AnnKind: string(v.Volume.Kind),
+	}
+	if m := machineOf(node); m.id != "" {
+		anns[jobs.AnnMachineID] = m.id
+	}
+	if m := machineOf(node); m.uuid != "" {
+		anns[jobs.AnnSystemUUID] = m.uuid
+	}
 	return &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:   naming.PVName(node.Name, v.HostPath),
-			Labels: lbls,
-			Annotations: map[string]string{
-				jobs.AnnProvisionedBy: c.opts.ProvisionerName, jobs.AnnNode: node.Name,
-				jobs.AnnHostPath: v.HostPath, jobs.AnnClass: v.Class, jobs.AnnKind: string(v.Volume.Kind),
-			},
-			Finalizers: []string{jobs.FinalizerPVProtection},
+			Name:        naming.PVNameForID(id),
+			Labels:      lbls,
+			Annotations: anns,
+			Finalizers:  []string{jobs.FinalizerPVProtection},
 		},
 		Spec: v1.PersistentVolumeSpec{
 			Capacity:                      v1.ResourceList{v1.ResourceStorage: *resource.NewQuantity(RoundCapacity(v.Volume.Capacity), resource.BinarySI)},
@@ -171,7 +185,8 @@ func (c *controller) handleVanished(ctx context.Context, node *v1.Node, res *val
 	var errs []error
 	for _, pv := range pvs {
 		path := pv.Annotations[jobs.AnnHostPath]
-		if present[path] || !res.Complete[pv.Annotations[jobs.AnnClass]] || pv.DeletionTimestamp != nil {
+		if present[path] || !res.Complete[pv.Annotations[jobs.AnnClass]] || pv.DeletionTimestamp != nil ||
+			recordedMachine(pv).differs(machineOf(node)) {
 			continue
 		}
 		if unclaimed(pv) {

@@ -31,6 +31,9 @@ type nodeState struct {
 	// shards is the number of containers the node's discovery pods need,
 	// when a run asked for more than the configured number.
 	shards int
+	// replacedBy is the machine the node was last reported to run on
+	// instead of its PVs' machine.
+	replacedBy machine
 }
 
 // withNode runs f with the node's state, under the lock.

@@ -44,6 +44,9 @@ func (c *controller) syncVolume(ctx context.Context, id string) error {
 	if pv == nil {
 		return c.syncOrphanCleanup(ctx, id, latest, js)
 	}
+	if cleanable(pv) && c.replacedPV(pv) && (latest == nil || latest.Annotations[jobs.AnnPVUID] != string(pv.UID)) {
+		return c.dropReplacedPV(ctx, pv) // never wipe the new machine's disk
+	}
 	if !cleanable(pv) {
 		return c.syncUncleanablePV(ctx, pv, js)
 	}
@@ -154,7 +157,7 @@ func (c *controller) cleanupTarget(pv *v1.PersistentVolume) (jobs.CleanupTarget,
 		return jobs.CleanupTarget{}, fmt.Errorf("unknown volume kind %q", kind)
 	}
 	return jobs.CleanupTarget{PVName: pv.Name, PVUID: string(pv.UID), NodeName: pv.Annotations[jobs.AnnNode],
-		Class: class, Kind: kind, HostPath: path, Mount: mc}, nil
+		Class: class, Kind: kind, HostPath: path, Mount: mc, VolumeID: pv.Labels[jobs.LabelVolumeID]}, nil
 }
 
 func (c *controller) startCleanup(ctx context.Context, pv *v1.PersistentVolume, attempt int) error {

@@ -39,6 +39,18 @@ const (
 	// the time it was first noticed.
 	AnnVolumeMissing = prefix + "volume-missing-since"
 
+	// AnnMachineID and AnnSystemUUID record the machine identity of the
+	// node whose disk a PV is: the Node's status.nodeInfo.machineID and
+	// systemUUID as the master read them from the API.
+	AnnMachineID  = prefix + "machine-id"
+	AnnSystemUUID = prefix + "system-uuid"
+	// AnnMachineReplaced is set on a kept PV of a machine that its node
+	// name no longer runs on, with the time it was noticed.
+	AnnMachineReplaced = prefix + "machine-replaced-since"
+	// LabelMachineReplaced ("true") selects the PVs marked with
+	// AnnMachineReplaced.
+	LabelMachineReplaced = prefix + "machine-replaced"
+
 	// AnnProvisionedBy is the standard annotation naming a PV's provisioner.
 	AnnProvisionedBy = "pv.kubernetes.io/provisioned-by"
 

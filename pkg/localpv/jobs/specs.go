@@ -175,6 +175,9 @@ type CleanupTarget struct {
 	Kind          report.VolumeKind
 	HostPath      string
 	Mount         config.MountConfig
+	// VolumeID is the PV's volume ID; empty means naming.VolumeID of the
+	// node and path.
+	VolumeID string
 }
 
 // CleanupJob returns the cleanup Job of one attempt. It carries the whole
@@ -182,7 +185,10 @@ type CleanupTarget struct {
 // gone, and a finalizer, so that it keeps locking the volume until the master
 // has seen its result.
 func CleanupJob(p Params, cfg *config.Configuration, t CleanupTarget, attempt int) *batchv1.Job {
-	volID := naming.VolumeID(t.NodeName, t.HostPath)
+	volID := t.VolumeID
+	if volID == "" {
+		volID = naming.VolumeID(t.NodeName, t.HostPath)
+	}
 	j := baseJob(p, cfg, naming.CleanupJobName(volID, attempt), RoleCleanup, t.NodeName)
 	j.Finalizers = []string{FinalizerCleanupLock}
 	j.Labels[LabelVolumeID] = volID

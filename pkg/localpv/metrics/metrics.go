@@ -84,6 +84,18 @@ var (
 		Namespace: namespace, Subsystem: subsystem, Name: "inventory_disks",
 		Help: "Whole disks in the last inventory of each node.", StabilityLevel: metrics.ALPHA,
 	}, []string{"node"})
+	// MachineReplacements counts the times a node name was found to run on
+	// another machine than the one its PVs were published for.
+	MachineReplacements = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "machine_replacements_total",
+		Help: "Nodes found running on a new machine (another machine ID or system UUID) under the name of the machine their PVs belong to.", StabilityLevel: metrics.ALPHA,
+	})
+	// ReplacedMachineVolumes is the number of PVs kept for a machine that
+	// its node name no longer runs on.
+	ReplacedMachineVolumes = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "replaced_machine_volumes",
+		Help: "PersistentVolumes kept, marked machine-replaced, whose machine no longer runs under their node's name.", StabilityLevel: metrics.ALPHA,
+	})
 	// WatcherNotifications counts the watcher's notifications, by reason.
 	WatcherNotifications = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "watcher_notifications_total",
@@ -99,6 +111,7 @@ func Register() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(DiscoveryDuration, CleanupDuration, PVsCreated, PVsDeleted,
 			RejectedReports, RejectedVolumes, JobFailures, JobsCreated, MissingVolumes, WatcherNotifications,
-			SkippedDisks, InventoryDisks)
+			SkippedDisks, InventoryDisks,
+			MachineReplacements, ReplacedMachineVolumes)
 	})
 }

@@ -35,6 +35,7 @@ func TestMetricsConvention(t *testing.T) {
 		"persistentvolumes_deleted_total", "rejected_reports_total", "rejected_volumes_total", "job_failures_total",
 		"jobs_created_total", "missing_bound_volumes", "watcher_notifications_total", "skipped_disks_total",
 		"inventory_disks",
+		"machine_replacements_total", "replaced_machine_volumes",
 	}, func() {
 		DiscoveryDuration.WithLabelValues("succeeded").Observe(0)
 		CleanupDuration.WithLabelValues("Filesystem", "succeeded").Observe(0)
@@ -48,5 +49,6 @@ func TestMetricsConvention(t *testing.T) {
 		SkippedDisks.WithLabelValues("fast", "HasSignature").Add(0)
 		InventoryDisks.WithLabelValues("node-1").Set(0)
 	}, DiscoveryDuration, CleanupDuration, PVsCreated, PVsDeleted, RejectedReports, RejectedVolumes,
-		JobFailures, JobsCreated, MissingVolumes, WatcherNotifications, SkippedDisks, InventoryDisks)
+		JobFailures, JobsCreated, MissingVolumes, WatcherNotifications, SkippedDisks, InventoryDisks,
+		MachineReplacements, ReplacedMachineVolumes)
 }

@@ -38,9 +38,26 @@ func VolumeID(nodeName, hostPath string) string {
 	return Hash("volume", nodeName, hostPath)
 }
 
+// MachineVolumeID identifies a volume by the node's name, the volume's path
+// on the host and the machine identity of the node (its machine ID and
+// system UUID). With no identity it is VolumeID, so the PVs of nodes that
+// report none, and the PVs published before identities were recorded, keep
+// their names; a new machine under a reused node name gets new ones.
+func MachineVolumeID(nodeName, hostPath, machineID, systemUUID string) string {
+	if machineID == "" && systemUUID == "" {
+		return VolumeID(nodeName, hostPath)
+	}
+	return Hash("volume", nodeName, hostPath, "machine", machineID, systemUUID)
+}
+
 // PVName returns the PV name for a volume.
 func PVName(nodeName, hostPath string) string {
 	return PVPrefix + VolumeID(nodeName, hostPath)
+}
+
+// PVNameForID returns the PV name of a volume ID.
+func PVNameForID(volumeID string) string {
+	return PVPrefix + volumeID
 }
 
 // NodeID is a label-safe stand-in for a node name, which may be longer than a

@@ -82,3 +82,34 @@ func BenchmarkFNV32Name(b *testing.B) {
 		_ = fmt.Sprintf("local-pv-%x", h.Sum32())
 	}
 }
+
+func TestMachineVolumeID(t *testing.T) {
+	legacy := VolumeID("node-a", "/mnt/disks/vol1")
+	tests := []struct {
+		name                  string
+		machineID, systemUUID string
+		wantSame              bool
+	}{
+		{name: "no identity keeps the legacy ID", wantSame: true},
+		{name: "an identity gives a new ID", machineID: "m1", systemUUID: "u1"},
+		{name: "only a system UUID gives a new ID", systemUUID: "u1"},
+		{name: "only a machine ID gives a new ID", machineID: "m1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := MachineVolumeID("node-a", "/mnt/disks/vol1", tc.machineID, tc.systemUUID)
+			if (got == legacy) != tc.wantSame {
+				t.Errorf("MachineVolumeID = %s, legacy %s, want same %v", got, legacy, tc.wantSame)
+			}
+			if len(got) != IDLength {
+				t.Errorf("ID %q has length %d", got, len(got))
+			}
+		})
+	}
+	if MachineVolumeID("n", "/p", "m1", "u1") == MachineVolumeID("n", "/p", "m2", "u1") {
+		t.Error("two machines under one node name share a volume ID")
+	}
+	if MachineVolumeID("n", "/p", "m1", "") == MachineVolumeID("n", "/p", "", "m1") {
+		t.Error("a machine ID and a system UUID of the same value share a volume ID")
+	}
+}

@@ -47,6 +47,7 @@ func TestMasterValidate(t *testing.T) {
 		{name: "retry max below base", mutate: func(o *MasterOptions) { o.RetryMax = time.Second }, wantErr: "--retry-base"},
 		{name: "cleanup ttl below retry max", mutate: func(o *MasterOptions) { o.CleanupTTL = time.Minute }, wantErr: "--cleanup-job-ttl"},
 		{name: "bad lease timings", mutate: func(o *MasterOptions) { o.RenewDeadline = time.Minute }, wantErr: "lease duration"},
+		{name: "unknown replaced machine policy", mutate: func(o *MasterOptions) { o.ReplacedMachinePolicy = "Delete" }, wantErr: "--replaced-machine-policy"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,134 @@
+package localpv
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller"
+	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
+	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
+)
+
+// setMachine sets the machine identity a node's kubelet reports.
+func (e *env) setMachine(t *testing.T, name, machineID, systemUUID string) {
+	t.Helper()
+	nodes := e.cp.Client.CoreV1().Nodes()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := nodes.Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Status.NodeInfo.MachineID, n.Status.NodeInfo.SystemUUID = machineID, systemUUID
+		_, err = nodes.UpdateStatus(t.Context(), n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("setting the machine of node %s: %v", name, err)
+	}
+}
+
+// bindPV does what the PV controller does when it binds a claim.
+func (e *env) bindPV(t *testing.T, name, claim string) {
+	t.Helper()
+	pvs := e.cp.Client.CoreV1().PersistentVolumes()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pv, err := pvs.Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		pv.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "default", Name: claim, UID: "claim-uid"}
+		if pv, err = pvs.Update(t.Context(), pv, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		pv.Status.Phase = corev1.VolumeBound
+		_, err = pvs.UpdateStatus(t.Context(), pv, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("binding PV %s: %v", name, err)
+	}
+}
+
+func claimPod(name, claim string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: corev1.PodSpec{
+		AutomountServiceAccountToken: new(bool),
+		Containers:                   []corev1.Container{{Name: "app", Image: "busybox"}},
+		Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}}}
+}
+
+func machinePV(node, entry, machineID, systemUUID string) string {
+	return naming.PVNameForID(naming.MachineVolumeID(node, fastDir+"/"+entry, machineID, systemUUID))
+}
+
+// TestReplacedMachine: when another machine takes over a node name, the old
+// machine's unused PV is deleted, its bound PV is kept, marked and warned
+// about, the shipped admission policy refuses new pods of its claim, and the
+// new machine's disks become new PVs.
+func TestReplacedMachine(t *testing.T) {
+	e, sim := newMasterEnv(t)
+	policy, err := os.ReadFile(filepath.Join(deployDir, "admission-policy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.apply(t, policy)
+	sim.setDisks("node-a", disks("node-a", "vol1", "vol2"))
+	e.createNode(t, "node-a")
+	e.setMachine(t, "node-a", "m1", "u1")
+	if _, err := e.cp.Client.CoreV1().ServiceAccounts("default").Create(t.Context(),
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	e.startMaster(t, time.Second)
+
+	bound, unused := machinePV("node-a", "vol1", "m1", "u1"), machinePV("node-a", "vol2", "m1", "u1")
+	pv := e.waitForPV(t, bound, "")
+	if pv.Annotations[jobs.AnnMachineID] != "m1" || pv.Annotations[jobs.AnnSystemUUID] != "u1" {
+		t.Fatalf("PV does not record machine m1/u1: %v", pv.Annotations)
+	}
+	unusedUID := e.waitForPV(t, unused, "").UID
+	e.bindPV(t, bound, "data-db-0")
+	if _, err := e.cp.Client.CoreV1().Pods("default").Create(t.Context(), claimPod("db-0", "data-db-0"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	e.setMachine(t, "node-a", "m2", "u2")
+	e.waitForEvent(t, "PersistentVolume", bound, "MachineReplaced", "is kept and new pods using its claim are refused")
+	e.waitForEvent(t, "Pod", "db-0", "MachineReplaced", bound)
+	e.waitForEvent(t, "Node", "node-a", "MachineReplaced", `machineID "m2"`)
+	waitForGone(t, "unused PV of the old machine", unusedUID, e.pvGetter(unused))
+	e.waitForPV(t, machinePV("node-a", "vol1", "m2", "u2"), "")
+	e.waitForPV(t, machinePV("node-a", "vol2", "m2", "u2"), "")
+	pv, err = e.cp.Client.CoreV1().PersistentVolumes().Get(t.Context(), bound, metav1.GetOptions{})
+	if err != nil || pv.Labels[jobs.LabelMachineReplaced] != "true" || pv.Annotations[jobs.AnnMachineReplaced] == "" {
+		t.Fatalf("bound PV not kept and marked: %v %v", pv, err)
+	}
+
+	poll(t, "a pod of the blocked claim refused", func(ctx context.Context) (bool, error) {
+		_, err := e.cp.Client.CoreV1().Pods("default").Create(ctx, claimPod("db-0-again", "data-db-0"), metav1.CreateOptions{})
+		if err == nil {
+			_ = e.cp.Client.CoreV1().Pods("default").Delete(ctx, "db-0-again", metav1.DeleteOptions{})
+			return false, nil
+		}
+		if !strings.Contains(err.Error(), "delete the claim") || !strings.Contains(err.Error(), bound) {
+			t.Fatalf("refused for another reason: %v", err)
+		}
+		return true, nil
+	})
+	if _, err := e.cp.Client.CoreV1().Pods("default").Create(t.Context(), claimPod("other", "data-other"), metav1.CreateOptions{}); err != nil {
+		t.Errorf("a pod of another claim was refused: %v", err)
+	}
+	cm, err := e.cp.Client.CoreV1().ConfigMaps(namespace).Get(t.Context(), controller.BlockedClaimsConfigMap, metav1.GetOptions{})
+	if err != nil || cm.Data[controller.BlockedClaimKey("default", "data-db-0")] != bound {
+		t.Errorf("blocked claims %v (%v), want data-db-0 → %s", cm, err, bound)
+	}
+}
