@@ -85,14 +85,5 @@ classes:
 	if err := os.WriteFile(file, append(append(ns, '\n'), rendered...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { undeployLPV(t, c, file) })
-	if _, err := c.Kubectl(ctx, "apply", "--server-side", "-f", file); err != nil {
-		t.Fatal(err)
-	}
-	for _, obj := range []string{"deployment/local-volume-provisioner-master", "daemonset/local-volume-provisioner-watcher"} {
-		if _, err := c.Kubectl(ctx, "-n", lpvNamespace, "rollout", "status", obj, "--timeout=120s"); err != nil {
-			out, _ := c.Kubectl(ctx, "-n", lpvNamespace, "get", "pods", "-o", "wide")
-			t.Fatalf("%v\n%s", err, out)
-		}
-	}
+	applyLPV(ctx, t, c, file)
 }

@@ -130,6 +130,13 @@ func deployLPVWith(ctx context.Context, t testing.TB, c *framework.Cluster, d *l
 	if err := os.WriteFile(file, []byte(strings.Join(docs, "\n---\n")), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	applyLPV(ctx, t, c, file)
+}
+
+// applyLPV applies the provisioner's manifests in file, removes them when
+// the test ends, and waits for the master and the watcher to roll out.
+func applyLPV(ctx context.Context, t testing.TB, c *framework.Cluster, file string) {
+	t.Helper()
 	t.Cleanup(func() { undeployLPV(t, c, file) })
 	if _, err := c.Kubectl(ctx, "apply", "--server-side", "-f", file); err != nil {
 		t.Fatal(err)

@@ -39,23 +39,7 @@ func (e *env) setMachine(t *testing.T, name, machineID, systemUUID string) {
 // bindPV does what the PV controller does when it binds a claim.
 func (e *env) bindPV(t *testing.T, name, claim string) {
 	t.Helper()
-	pvs := e.cp.Client.CoreV1().PersistentVolumes()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		pv, err := pvs.Get(t.Context(), name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		pv.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "default", Name: claim, UID: "claim-uid"}
-		if pv, err = pvs.Update(t.Context(), pv, metav1.UpdateOptions{}); err != nil {
-			return err
-		}
-		pv.Status.Phase = corev1.VolumeBound
-		_, err = pvs.UpdateStatus(t.Context(), pv, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatalf("binding PV %s: %v", name, err)
-	}
+	e.setClaim(t, name, claim, corev1.VolumeBound)
 }
 
 func claimPod(name, claim string) *corev1.Pod {

@@ -194,22 +194,29 @@ func (e *env) pvExists(t *testing.T, name string) bool {
 // PV keeps its claimRef and becomes Released.
 func (e *env) releasePV(t *testing.T, name string) {
 	t.Helper()
+	e.setClaim(t, name, "claim", corev1.VolumeReleased)
+}
+
+// setClaim sets the PV's claimRef to the claim in default and its phase,
+// retrying on conflicts, as the PV controller would.
+func (e *env) setClaim(t *testing.T, name, claim string, phase corev1.PersistentVolumePhase) {
+	t.Helper()
 	pvs := e.cp.Client.CoreV1().PersistentVolumes()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		pv, err := pvs.Get(t.Context(), name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		pv.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "default", Name: "claim", UID: "claim-uid"}
+		pv.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "default", Name: claim, UID: "claim-uid"}
 		if pv, err = pvs.Update(t.Context(), pv, metav1.UpdateOptions{}); err != nil {
 			return err
 		}
-		pv.Status.Phase = corev1.VolumeReleased
+		pv.Status.Phase = phase
 		_, err = pvs.UpdateStatus(t.Context(), pv, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {
-		t.Fatalf("releasing PV %s: %v", name, err)
+		t.Fatalf("setting PV %s to %s by claim %s: %v", name, phase, claim, err)
 	}
 }
 
