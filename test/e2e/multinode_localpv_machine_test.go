@@ -85,29 +85,27 @@ func TestMultiNodeLocalPVReplacedMachine(t *testing.T) {
 		t.Errorf("new PV %s records machine %q, want %q", fresh.Name, fresh.Annotations[jobs.AnnMachineID], newID)
 	}
 
+	want := controller.BlockedClaimsExpression(map[string]string{controller.BlockedClaimKey("default", name): old.Name})
 	if err := poll(t, 60*time.Second, func() bool {
-		cm, err := c.Client.CoreV1().ConfigMaps(lpvNamespace).Get(ctx, controller.BlockedClaimsConfigMap, metav1.GetOptions{})
-		return err == nil && cm.Data[controller.BlockedClaimKey("default", name)] == old.Name
+		p, err := c.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx,
+			controller.ReplacedMachineAdmissionPolicy, metav1.GetOptions{})
+		return err == nil && len(p.Spec.Variables) > 0 && p.Spec.Variables[0].Expression == want
 	}); err != nil {
-		t.Fatalf("claim %s is not in the master's blocked claims: %v", name, err)
+		t.Fatalf("claim %s is not in the admission policy's blocked claims: %v", name, err)
 	}
 	c.DeletePod(t, name)
-	// The apiserver's admission sees the ConfigMap through its own
-	// informer: dry runs, which admission checks like creations, wait for it
-	// without starting a pod on the new disk.
+	// The apiserver's admission sees the policy through its own informer:
+	// dry runs, which admission checks like creations, wait for it without
+	// starting a pod on the new disk. Earlier tests of the suite have
+	// deleted and re-created the policy and its binding, which once left a
+	// params-based policy admitting everything (kubernetes/kubernetes#133827).
 	var refusal error
 	if err := poll(t, 60*time.Second, func() bool {
 		_, refusal = c.Client.CoreV1().Pods("default").Create(ctx, claimPodSpec(name+"-again", name),
 			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return refusal != nil
 	}); err != nil {
-		// Seen only when an earlier test of the suite had deployed and
-		// deleted the same policy, binding and ConfigMap: the apiserver then
-		// finds no params for the binding (kubernetes/kubernetes#133827) and
-		// parameterNotFoundAction Allow admits the pod. The refusal itself is
-		// covered against a fresh apiserver by test/integration/localpv.
-		t.Skipf("the admission policy did not refuse a pod of claim %s within 60 s although the blocked claims list it "+
-			"(kubernetes/kubernetes#133827 after an earlier test re-created the policy): %v", name, err)
+		t.Fatalf("the admission policy did not refuse a pod of claim %s within 60 s although it lists the claim: %v", name, err)
 	}
 	_, refusal = c.Client.CoreV1().Pods("default").Create(ctx, claimPodSpec(name+"-again", name), metav1.CreateOptions{})
 	if refusal == nil || !strings.Contains(refusal.Error(), "delete the claim") || !strings.Contains(refusal.Error(), old.Name) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/nodeplug/localpv-api/config/crd"
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller"
 )
 
 const deployDir = "../../../deploy/local-volume-provisioner"
@@ -86,6 +87,12 @@ func TestManifests(t *testing.T) {
 			for _, r := range o.Rules {
 				if slices.Contains(r.Resources, "persistentvolumes") && slices.ContainsFunc(r.Verbs, isWrite) {
 					pvWriters = append(pvWriters, o.Name)
+				}
+				if slices.Contains(r.Resources, "validatingadmissionpolicies") && slices.ContainsFunc(r.Verbs, isWrite) &&
+					(o.Name != "local-volume-provisioner-master" ||
+						!slices.Equal(r.ResourceNames, []string{controller.ReplacedMachineAdmissionPolicy})) {
+					t.Errorf("ClusterRole %s may write admission policies other than %s alone: %v", o.Name,
+						controller.ReplacedMachineAdmissionPolicy, r)
 				}
 			}
 		case *admissionv1.ValidatingAdmissionPolicy:
@@ -182,12 +189,17 @@ func isWrite(verb string) bool {
 
 // checkCEL compiles each expression with the admission variables declared as
 // dynamic values, which catches syntax errors and unknown top-level names.
-// checkClaimsPolicy checks the policy of blocked claims: it reads the
-// ConfigMap the master writes, and its CEL compiles.
+// checkClaimsPolicy checks the policy of blocked claims: it reads no params
+// (kubernetes/kubernetes#133827 can leave a re-created binding without
+// them), its first variable is the one the master writes, and its CEL
+// compiles.
 func checkClaimsPolicy(t *testing.T, p *admissionv1.ValidatingAdmissionPolicy) {
 	t.Helper()
-	if p.Spec.ParamKind == nil || p.Spec.ParamKind.Kind != "ConfigMap" {
-		t.Errorf("policy %s does not take a ConfigMap as params", p.Name)
+	if p.Spec.ParamKind != nil {
+		t.Errorf("policy %s takes params; the master writes the blocked claims into the policy itself", p.Name)
+	}
+	if len(p.Spec.Variables) == 0 || p.Spec.Variables[0].Name != controller.BlockedClaimsVariable {
+		t.Errorf("policy %s does not start with the variable %s", p.Name, controller.BlockedClaimsVariable)
 	}
 	exprs := []string{}
 	for _, v := range p.Spec.Variables {

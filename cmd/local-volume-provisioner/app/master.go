@@ -15,6 +15,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -151,14 +152,20 @@ func runController(ctx context.Context, o *options.MasterOptions, cfg *config.Co
 			lo.LabelSelector = jobs.LabelManagedBy + "=" + jobs.ManagedByValue
 		}))
 	notif := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	// The master may list and watch only its own admission policy.
+	policy := informers.NewSharedInformerFactoryWithOptions(kube, 0, strip,
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+			lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", o.AdmissionPolicy).String()
+		}))
 	inf := controller.Informers{
 		Nodes: cluster.Core().V1().Nodes(), PVs: cluster.Core().V1().PersistentVolumes(),
 		StorageClasses: cluster.Storage().V1().StorageClasses(), Jobs: own.Batch().V1().Jobs(),
 		Pods: own.Core().V1().Pods(), Notifications: notif.ForResource(v1alpha1.SchemeGroupVersionResource).Informer(),
+		AdmissionPolicies: policy.Admissionregistration().V1().ValidatingAdmissionPolicies(),
 	}
 	c, err := controller.New(ctx, kube, inf, recorder, controller.Options{
 		Config: cfg, ProvisionerName: o.ProvisionerName, DiscoveryQPS: o.DiscoveryQPS, DiscoveryBurst: o.DiscoveryBurst,
-		RetryBase: o.RetryBase, RetryMax: o.RetryMax, ReplacedMachinePolicy: o.ReplacedMachinePolicy, Notifications: dyn.Resource(v1alpha1.SchemeGroupVersionResource),
+		RetryBase: o.RetryBase, RetryMax: o.RetryMax, ReplacedMachinePolicy: o.ReplacedMachinePolicy, AdmissionPolicyName: o.AdmissionPolicy, Notifications: dyn.Resource(v1alpha1.SchemeGroupVersionResource),
 		Jobs: jobs.Params{Namespace: o.Namespace, Image: o.Image, ImagePullPolicy: v1.PullPolicy(o.ImagePullPolicy),
 			DiscoveryShards: o.DiscoveryShards, DiscoveryTTL: int32(o.DiscoveryTTL.Seconds()), CleanupTTL: int32(o.CleanupTTL.Seconds()),
 			DiscoveryDeadline: int64(o.DiscoveryDeadline.Seconds()), PriorityClassName: o.PriorityClassName},
@@ -168,9 +175,11 @@ func runController(ctx context.Context, o *options.MasterOptions, cfg *config.Co
 	}
 	cluster.StartWithContext(ctx)
 	own.StartWithContext(ctx)
+	policy.StartWithContext(ctx)
 	notif.Start(ctx.Done()) // the dynamic informer factory has no StartWithContext
 	defer cluster.Shutdown()
 	defer own.Shutdown()
+	defer policy.Shutdown()
 	defer notif.Shutdown()
 	c.Run(ctx, o.Workers)
 	return nil

@@ -7,6 +7,8 @@ import (
 	"github.com/google/cel-go/cel"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller"
 )
 
 // TestPolicySemantics evaluates the shipped policy's CEL with plain values
@@ -79,29 +81,31 @@ func shippedPolicy(t *testing.T, name string) *admissionv1.ValidatingAdmissionPo
 }
 
 // TestReplacedMachinePolicySemantics evaluates the policy that refuses pods
-// of blocked claims, with a ConfigMap's data as its params.
+// of blocked claims, with its blockedClaims variable as the master writes it.
 func TestReplacedMachinePolicySemantics(t *testing.T) {
 	policy := shippedPolicy(t, "local-volume-provisioner-replaced-machine-claims")
+	if v := policy.Spec.Variables[0]; v.Name != controller.BlockedClaimsVariable || v.Expression != "{}" {
+		t.Fatalf("the policy's first variable is %s = %q, want %s = {} as shipped", v.Name, v.Expression, controller.BlockedClaimsVariable)
+	}
 	claimVol := func(claim string) map[string]interface{} {
 		return map[string]interface{}{"name": "v", "persistentVolumeClaim": map[string]interface{}{"claimName": claim}}
 	}
-	blocked := map[string]interface{}{"data": map[string]interface{}{"apps.data-db-0": "local-pv-0123"}}
+	blocked := map[string]string{"apps.data-db-0": "local-pv-0123", "apps.data-db-9": "local-pv-9999"}
 	tests := []struct {
 		name      string
 		namespace string
 		volumes   []interface{}
-		params    map[string]interface{}
+		claims    map[string]string
 		wantAllow bool
 	}{
-		{name: "a pod of a blocked claim is refused", namespace: "apps", volumes: []interface{}{claimVol("data-db-0")}, params: blocked},
+		{name: "a pod of a blocked claim is refused", namespace: "apps", volumes: []interface{}{claimVol("data-db-0")}, claims: blocked},
 		{name: "a pod with a blocked claim among others is refused", namespace: "apps",
-			volumes: []interface{}{map[string]interface{}{"name": "tmp", "emptyDir": map[string]interface{}{}}, claimVol("data-db-0")}, params: blocked},
+			volumes: []interface{}{map[string]interface{}{"name": "tmp", "emptyDir": map[string]interface{}{}}, claimVol("data-db-0")}, claims: blocked},
 		{name: "the same claim name in another namespace is allowed", namespace: "other", volumes: []interface{}{claimVol("data-db-0")},
-			params: blocked, wantAllow: true},
-		{name: "a pod of another claim is allowed", namespace: "apps", volumes: []interface{}{claimVol("data-db-1")}, params: blocked, wantAllow: true},
-		{name: "a pod without volumes is allowed", namespace: "apps", params: blocked, wantAllow: true},
-		{name: "an empty ConfigMap allows all", namespace: "apps", volumes: []interface{}{claimVol("data-db-0")},
-			params: map[string]interface{}{}, wantAllow: true},
+			claims: blocked, wantAllow: true},
+		{name: "a pod of another claim is allowed", namespace: "apps", volumes: []interface{}{claimVol("data-db-1")}, claims: blocked, wantAllow: true},
+		{name: "a pod without volumes is allowed", namespace: "apps", claims: blocked, wantAllow: true},
+		{name: "the policy as shipped allows all", namespace: "apps", volumes: []interface{}{claimVol("data-db-0")}, wantAllow: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -110,10 +114,14 @@ func TestReplacedMachinePolicySemantics(t *testing.T) {
 				spec["volumes"] = tc.volumes
 			}
 			vars := map[string]interface{}{"request": map[string]interface{}{"namespace": tc.namespace, "operation": "CREATE"},
-				"object": map[string]interface{}{"spec": spec}, "params": tc.params, "variables": map[string]interface{}{}}
+				"object": map[string]interface{}{"spec": spec}, "variables": map[string]interface{}{}}
 			computed := map[string]interface{}{}
 			for _, v := range policy.Spec.Variables {
-				computed[v.Name] = eval(t, v.Expression, vars)
+				expr := v.Expression
+				if v.Name == controller.BlockedClaimsVariable && tc.claims != nil {
+					expr = controller.BlockedClaimsExpression(tc.claims)
+				}
+				computed[v.Name] = eval(t, expr, vars)
 				vars["variables"] = computed
 			}
 			allowed := evalBool(t, policy.Spec.Validations[0].Expression, vars)

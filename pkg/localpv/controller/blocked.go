@@ -4,7 +4,11 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
+	"strconv"
+	"strings"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,22 +19,42 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
 )
 
-// BlockedClaimsConfigMap is the ConfigMap, in the master's namespace, that
-// lists the claims bound to PVs of replaced machines: one key
-// "<namespace>.<claim>" per claim (a namespace has no dot), the PV's name as
-// value. The admission policy
-// local-volume-provisioner-replaced-machine-claims refuses pods that use a
-// listed claim.
-const BlockedClaimsConfigMap = "local-volume-provisioner-blocked-claims"
+// ReplacedMachineAdmissionPolicy is the default name of the
+// ValidatingAdmissionPolicy that refuses new pods using a claim bound to a
+// PV of a replaced machine.
+const ReplacedMachineAdmissionPolicy = "local-volume-provisioner-replaced-machine-claims"
+
+// BlockedClaimsVariable is the variable of that policy whose expression the
+// master writes: a CEL map literal from "<namespace>.<claim>" (a namespace
+// has no dot) to the PV's name. The policy reads no params object, so it
+// does not depend on the apiserver resolving one.
+const BlockedClaimsVariable = "blockedClaims"
 
 const blockedClaimsKey = "claims/blocked"
 
-// BlockedClaimKey is the ConfigMap key of a claim.
+// BlockedClaimKey is the key of a claim in the blocked claims.
 func BlockedClaimKey(namespace, claim string) string { return namespace + "." + claim }
 
-// syncBlockedClaims writes the blocked-claims ConfigMap from the PV cache
-// and sets the replaced-machine gauge. Under the Warn policy the ConfigMap
-// lists nothing.
+// BlockedClaimsExpression renders blocked claims as the CEL map literal the
+// policy's variable holds, with its keys in order, so that the same claims
+// always give the same expression.
+func BlockedClaimsExpression(claims map[string]string) string {
+	var b strings.Builder
+	b.WriteString("{")
+	for i, k := range slices.Sorted(maps.Keys(claims)) {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		// Go's quoting of a string is valid CEL: CEL takes the same escapes.
+		b.WriteString(strconv.Quote(k) + ": " + strconv.Quote(claims[k]))
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// syncBlockedClaims writes the claims of PVs marked machine-replaced into
+// the admission policy and sets the gauges. Under the Warn policy it writes
+// no claim.
 func (c *controller) syncBlockedClaims(ctx context.Context) error {
 	pvs, err := c.pvLister.List(labels.SelectorFromSet(labels.Set{
 		jobs.LabelManagedBy: jobs.ManagedByValue, jobs.LabelMachineReplaced: "true"}))
@@ -46,43 +70,65 @@ func (c *controller) syncBlockedClaims(ctx context.Context) error {
 			}
 		}
 	}
-	c.mu.Lock()
-	same := c.blockedClaims != nil && maps.Equal(c.blockedClaims, want)
-	c.mu.Unlock()
-	if same {
-		return nil
-	}
 	if err := c.writeBlockedClaims(ctx, want); err != nil {
+		metrics.BlockedClaims.Set(0)
+		c.warnUnenforced(pvs, err)
 		return err
 	}
-	c.mu.Lock()
-	c.blockedClaims = want
-	c.mu.Unlock()
-	klog.FromContext(ctx).V(2).Info("Wrote the blocked claims", "claims", len(want))
+	metrics.BlockedClaims.Set(float64(len(want)))
 	return nil
 }
 
 func (c *controller) writeBlockedClaims(ctx context.Context, want map[string]string) error {
-	cms := c.kube.CoreV1().ConfigMaps(c.opts.Jobs.Namespace)
-	cm, err := cms.Get(ctx, BlockedClaimsConfigMap, metav1.GetOptions{})
+	name := c.opts.AdmissionPolicyName
+	policy, err := c.getPolicy(ctx, name)
 	if apierrors.IsNotFound(err) {
-		cm = &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: BlockedClaimsConfigMap, Namespace: c.opts.Jobs.Namespace,
-			Labels: map[string]string{jobs.LabelManagedBy: jobs.ManagedByValue}}, Data: want}
-		if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("failed to create ConfigMap %s: %w", BlockedClaimsConfigMap, err)
+		if len(want) == 0 {
+			return nil
 		}
-		return nil
+		return fmt.Errorf("ValidatingAdmissionPolicy %s not found, so pods of %d blocked claims are not refused: "+
+			"apply deploy/local-volume-provisioner/admission-policy.yaml: %w", name, len(want), err)
 	}
 	if err != nil {
-		return fmt.Errorf("failed to get ConfigMap %s: %w", BlockedClaimsConfigMap, err)
+		return fmt.Errorf("failed to get ValidatingAdmissionPolicy %s: %w", name, err)
 	}
-	if maps.Equal(cm.Data, want) {
+	i := slices.IndexFunc(policy.Spec.Variables, func(v admissionv1.Variable) bool { return v.Name == BlockedClaimsVariable })
+	if i < 0 {
+		return fmt.Errorf("ValidatingAdmissionPolicy %s has no variable %s, so no claim is blocked: "+
+			"apply deploy/local-volume-provisioner/admission-policy.yaml", name, BlockedClaimsVariable)
+	}
+	expr := BlockedClaimsExpression(want)
+	if policy.Spec.Variables[i].Expression == expr {
 		return nil
 	}
-	cm = cm.DeepCopy()
-	cm.Data = want
-	if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("failed to update ConfigMap %s: %w", BlockedClaimsConfigMap, err)
+	policy = policy.DeepCopy()
+	policy.Spec.Variables[i].Expression = expr
+	if _, err := c.kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Update(ctx, policy, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("failed to write the blocked claims into ValidatingAdmissionPolicy %s: %w", name, err)
 	}
+	klog.FromContext(ctx).V(2).Info("Wrote the blocked claims", "policy", name, "claims", len(want))
 	return nil
+}
+
+// getPolicy reads the policy from the informer's cache when the master has
+// one, else from the apiserver.
+func (c *controller) getPolicy(ctx context.Context, name string) (*admissionv1.ValidatingAdmissionPolicy, error) {
+	if c.policyLister != nil {
+		return c.policyLister.Get(name)
+	}
+	return c.kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, name, metav1.GetOptions{})
+}
+
+// warnUnenforced puts a Warning Event on each bound PV of a replaced
+// machine when its claim could not be blocked.
+func (c *controller) warnUnenforced(pvs []*v1.PersistentVolume, err error) {
+	if c.opts.ReplacedMachinePolicy != ReplacedMachineBlockPods {
+		return
+	}
+	for _, pv := range pvs {
+		if pv.Spec.ClaimRef != nil {
+			c.event(pv, v1.EventTypeWarning, "ClaimNotBlocked", "New pods of claim %s/%s are not refused: %v",
+				pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name, err)
+		}
+	}
 }

@@ -12,10 +12,12 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	admissionregistrationinformers "k8s.io/client-go/informers/admissionregistration/v1"
 	batchinformers "k8s.io/client-go/informers/batch/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	storageinformers "k8s.io/client-go/informers/storage/v1"
 	"k8s.io/client-go/kubernetes"
+	admissionregistrationlisters "k8s.io/client-go/listers/admissionregistration/v1"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
@@ -57,6 +59,10 @@ type Options struct {
 	// ReplacedMachinePolicy is ReplacedMachineBlockPods (the default when
 	// empty) or ReplacedMachineWarn.
 	ReplacedMachinePolicy string
+	// AdmissionPolicyName is the ValidatingAdmissionPolicy into which the
+	// master writes the blocked claims; empty means
+	// ReplacedMachineAdmissionPolicy.
+	AdmissionPolicyName string
 }
 
 // Informers are what the master watches. Jobs and Pods must be limited to
@@ -71,6 +77,11 @@ type Informers struct {
 	// Notifications watches localpv.nodeplug.io NodeDiskState objects
 	// through a dynamic informer.
 	Notifications cache.SharedIndexInformer
+	// AdmissionPolicies, when set, watches the replaced-machine admission
+	// policy (it may be limited to that one name), so that the blocked
+	// claims are written again when someone re-applies or re-creates it.
+	// When nil, the master reads the policy from the apiserver.
+	AdmissionPolicies admissionregistrationinformers.ValidatingAdmissionPolicyInformer
 }
 
 type controller struct {
@@ -88,7 +99,9 @@ type controller struct {
 	jobLister  batchlisters.JobLister
 	jobIndexer cache.Indexer
 	podLister  corelisters.PodLister
-	synced     []cache.InformerSynced
+	// policyLister is nil when the master watches no admission policy.
+	policyLister admissionregistrationlisters.ValidatingAdmissionPolicyLister
+	synced       []cache.InformerSynced
 
 	queue workqueue.TypedRateLimitingInterface[string]
 
@@ -97,9 +110,6 @@ type controller struct {
 	// seenJobs holds finished Jobs whose result was already counted in
 	// metrics and events.
 	seenJobs map[string]bool
-	// blockedClaims is the content of the blocked-claims ConfigMap as last
-	// written; nil until the first write.
-	blockedClaims map[string]string
 }
 
 var _ Controller = &controller{}
@@ -130,6 +140,9 @@ func newController(ctx context.Context, kube kubernetes.Interface, inf Informers
 	default:
 		return nil, fmt.Errorf("replaced machine policy %q is not one of %v", opts.ReplacedMachinePolicy, ReplacedMachinePolicies)
 	}
+	if opts.AdmissionPolicyName == "" {
+		opts.AdmissionPolicyName = ReplacedMachineAdmissionPolicy
+	}
 	if opts.RetryMax < opts.RetryBase {
 		opts.RetryMax = max(opts.RetryBase, 30*time.Minute)
 	}
@@ -157,6 +170,10 @@ func newController(ctx context.Context, kube kubernetes.Interface, inf Informers
 	c.synced = []cache.InformerSynced{inf.Nodes.Informer().HasSynced, inf.PVs.Informer().HasSynced,
 		inf.StorageClasses.Informer().HasSynced, inf.Jobs.Informer().HasSynced, inf.Pods.Informer().HasSynced,
 		inf.Notifications.HasSynced}
+	if inf.AdmissionPolicies != nil {
+		c.policyLister = inf.AdmissionPolicies.Lister()
+		c.synced = append(c.synced, inf.AdmissionPolicies.Informer().HasSynced)
+	}
 	return c, nil
 }
 

@@ -71,6 +71,7 @@ func newFixture(t *testing.T, extraConfig map[string]string, objs ...runtime.Obj
 	if err != nil {
 		t.Fatal(err)
 	}
+	objs = append(objs, testPolicy())
 	f := &fixture{t: t, kube: fake.NewClientset(objs...), clock: testingclock.NewFakeClock(start), cfg: cfg,
 		recorder: record.NewFakeRecorder(1000)}
 	f.kube.PrependReactor("create", "*", f.stampCreate)

@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -13,12 +14,15 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 )
 
+// registration is an event handler of the master on one informer.
+type registration struct {
+	name string
+	inf  cache.SharedIndexInformer
+	h    cache.ResourceEventHandler
+}
+
 func (c *controller) addHandlers(logger klog.Logger, inf Informers) error {
-	regs := []struct {
-		name string
-		inf  cache.SharedIndexInformer
-		h    cache.ResourceEventHandler
-	}{
+	regs := []registration{
 		{"nodes", inf.Nodes.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj interface{}) { c.onNode(nil, obj) },
 			UpdateFunc: c.onNode,
@@ -44,6 +48,13 @@ func (c *controller) addHandlers(logger klog.Logger, inf Informers) error {
 			AddFunc:    c.onNotification,
 			UpdateFunc: func(_, obj interface{}) { c.onNotification(obj) },
 		}},
+	}
+	if inf.AdmissionPolicies != nil {
+		regs = append(regs, registration{"validatingadmissionpolicies", inf.AdmissionPolicies.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.onPolicy,
+			UpdateFunc: func(_, obj interface{}) { c.onPolicy(obj) },
+			DeleteFunc: c.onPolicy,
+		}})
 	}
 	for _, r := range regs {
 		if _, err := r.inf.AddEventHandlerWithOptions(r.h, cache.HandlerOptions{Logger: &logger}); err != nil {
@@ -101,6 +112,17 @@ func (c *controller) onPV(obj interface{}) {
 // changes: it was marked, unmarked, bound, released or deleted.
 func (c *controller) onMarkedPV(obj interface{}) {
 	if pv, ok := obj.(*v1.PersistentVolume); ok && pv.Labels[jobs.LabelMachineReplaced] != "" {
+		c.queue.Add(blockedClaimsKey)
+	}
+}
+
+// onPolicy writes the blocked claims again when the admission policy that
+// holds them is created, changed (a re-apply resets them) or deleted.
+func (c *controller) onPolicy(obj interface{}) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if p, ok := obj.(*admissionv1.ValidatingAdmissionPolicy); ok && p.Name == c.opts.AdmissionPolicyName {
 		c.queue.Add(blockedClaimsKey)
 	}
 }

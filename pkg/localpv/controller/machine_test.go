@@ -35,11 +35,7 @@ func (f *fixture) setMachine(name, machineID, systemUUID string) {
 func (f *fixture) blockedClaims() map[string]string {
 	f.t.Helper()
 	f.sync(blockedClaimsKey)
-	cm, err := f.kube.CoreV1().ConfigMaps(testNS).Get(f.t.Context(), BlockedClaimsConfigMap, metav1.GetOptions{})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return cm.Data
+	return f.policyClaims()
 }
 
 func (f *fixture) countEvents(substr string) int {
@@ -292,8 +288,7 @@ func TestMachineChangeEventChecksPVsAndRunsDiscovery(t *testing.T) {
 	if f.job(naming.DiscoveryJobName("a")) == nil {
 		t.Error("a machine change event did not start discovery")
 	}
-	cm, err := f.kube.CoreV1().ConfigMaps(testNS).Get(t.Context(), BlockedClaimsConfigMap, metav1.GetOptions{})
-	if err != nil || cm.Data[BlockedClaimKey("default", "claim")] != old {
-		t.Errorf("blocked claims %v (%v), want default.claim → %s", cm, err, old)
+	if b := f.policyClaims(); b[BlockedClaimKey("default", "claim")] != old {
+		t.Errorf("blocked claims %v, want default.claim → %s", b, old)
 	}
 }

@@ -96,6 +96,13 @@ var (
 		Namespace: namespace, Subsystem: subsystem, Name: "replaced_machine_volumes",
 		Help: "PersistentVolumes kept, marked machine-replaced, whose machine no longer runs under their node's name.", StabilityLevel: metrics.ALPHA,
 	})
+	// BlockedClaims is the number of claims the replaced-machine admission
+	// policy refuses new pods of, as last written; 0 while it cannot be
+	// written.
+	BlockedClaims = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "blocked_claims",
+		Help: "Claims of replaced machines' PVs written into the admission policy that refuses their new pods; 0 while the policy cannot be written.", StabilityLevel: metrics.ALPHA,
+	})
 	// WatcherNotifications counts the watcher's notifications, by reason.
 	WatcherNotifications = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "watcher_notifications_total",
@@ -112,6 +119,6 @@ func Register() {
 		legacyregistry.MustRegister(DiscoveryDuration, CleanupDuration, PVsCreated, PVsDeleted,
 			RejectedReports, RejectedVolumes, JobFailures, JobsCreated, MissingVolumes, WatcherNotifications,
 			SkippedDisks, InventoryDisks,
-			MachineReplacements, ReplacedMachineVolumes)
+			MachineReplacements, ReplacedMachineVolumes, BlockedClaims)
 	})
 }

@@ -35,7 +35,7 @@ func TestMetricsConvention(t *testing.T) {
 		"persistentvolumes_deleted_total", "rejected_reports_total", "rejected_volumes_total", "job_failures_total",
 		"jobs_created_total", "missing_bound_volumes", "watcher_notifications_total", "skipped_disks_total",
 		"inventory_disks",
-		"machine_replacements_total", "replaced_machine_volumes",
+		"machine_replacements_total", "replaced_machine_volumes", "blocked_claims",
 	}, func() {
 		DiscoveryDuration.WithLabelValues("succeeded").Observe(0)
 		CleanupDuration.WithLabelValues("Filesystem", "succeeded").Observe(0)
@@ -50,5 +50,5 @@ func TestMetricsConvention(t *testing.T) {
 		InventoryDisks.WithLabelValues("node-1").Set(0)
 	}, DiscoveryDuration, CleanupDuration, PVsCreated, PVsDeleted, RejectedReports, RejectedVolumes,
 		JobFailures, JobsCreated, MissingVolumes, WatcherNotifications, SkippedDisks, InventoryDisks,
-		MachineReplacements, ReplacedMachineVolumes)
+		MachineReplacements, ReplacedMachineVolumes, BlockedClaims)
 }

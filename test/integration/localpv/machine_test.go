@@ -97,22 +97,45 @@ func TestReplacedMachine(t *testing.T) {
 		t.Fatalf("bound PV not kept and marked: %v %v", pv, err)
 	}
 
+	e.waitForRefusal(t, "db-0-again", "data-db-0", bound)
+	if _, err := e.cp.Client.CoreV1().Pods("default").Create(t.Context(), claimPod("other", "data-other"), metav1.CreateOptions{}); err != nil {
+		t.Errorf("a pod of another claim was refused: %v", err)
+	}
+
+	// An operator uninstalls and reinstalls the policy (kubectl delete -f,
+	// kubectl create -f): policy and binding go and come back together, as
+	// in kubernetes/kubernetes#133827. The master writes the claims again.
+	policies := e.cp.Client.AdmissionregistrationV1()
+	if err := policies.ValidatingAdmissionPolicyBindings().Delete(t.Context(), controller.ReplacedMachineAdmissionPolicy, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := policies.ValidatingAdmissionPolicies().Delete(t.Context(), controller.ReplacedMachineAdmissionPolicy, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.apply(t, policy)
+	e.waitForRefusal(t, "db-0-reinstalled", "data-db-0", bound)
+}
+
+// waitForRefusal waits until the master has written claim into the
+// replaced-machine policy, then until the apiserver refuses a new pod of
+// the claim with the policy's message naming the PV and the fix.
+func (e *env) waitForRefusal(t *testing.T, pod, claim, pv string) {
+	t.Helper()
+	want := controller.BlockedClaimsExpression(map[string]string{controller.BlockedClaimKey("default", claim): pv})
+	poll(t, "the claim written into the policy", func(ctx context.Context) (bool, error) {
+		p, err := e.cp.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx,
+			controller.ReplacedMachineAdmissionPolicy, metav1.GetOptions{})
+		return err == nil && len(p.Spec.Variables) > 0 && p.Spec.Variables[0].Expression == want, nil
+	})
 	poll(t, "a pod of the blocked claim refused", func(ctx context.Context) (bool, error) {
-		_, err := e.cp.Client.CoreV1().Pods("default").Create(ctx, claimPod("db-0-again", "data-db-0"), metav1.CreateOptions{})
+		_, err := e.cp.Client.CoreV1().Pods("default").Create(ctx, claimPod(pod, claim), metav1.CreateOptions{})
 		if err == nil {
-			_ = e.cp.Client.CoreV1().Pods("default").Delete(ctx, "db-0-again", metav1.DeleteOptions{})
+			_ = e.cp.Client.CoreV1().Pods("default").Delete(ctx, pod, metav1.DeleteOptions{})
 			return false, nil
 		}
-		if !strings.Contains(err.Error(), "delete the claim") || !strings.Contains(err.Error(), bound) {
+		if !strings.Contains(err.Error(), "delete the claim") || !strings.Contains(err.Error(), pv) {
 			t.Fatalf("refused for another reason: %v", err)
 		}
 		return true, nil
 	})
-	if _, err := e.cp.Client.CoreV1().Pods("default").Create(t.Context(), claimPod("other", "data-other"), metav1.CreateOptions{}); err != nil {
-		t.Errorf("a pod of another claim was refused: %v", err)
-	}
-	cm, err := e.cp.Client.CoreV1().ConfigMaps(namespace).Get(t.Context(), controller.BlockedClaimsConfigMap, metav1.GetOptions{})
-	if err != nil || cm.Data[controller.BlockedClaimKey("default", "data-db-0")] != bound {
-		t.Errorf("blocked claims %v (%v), want data-db-0 → %s", cm, err, bound)
-	}
 }

@@ -10,6 +10,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -78,13 +79,18 @@ func (e *env) startMaster(t *testing.T, retryBase time.Duration) (stop func()) {
 	own := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(namespace),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = jobs.LabelManagedBy + "=" + jobs.ManagedByValue }))
 	notif := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	// As the binary does: the master may list and watch its policy by name only.
+	policy := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+		lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", controller.ReplacedMachineAdmissionPolicy).String()
+	}))
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "local-volume-provisioner"})
 	c, err := controller.New(ctx, kube, controller.Informers{
 		Nodes: cluster.Core().V1().Nodes(), PVs: cluster.Core().V1().PersistentVolumes(),
 		StorageClasses: cluster.Storage().V1().StorageClasses(), Jobs: own.Batch().V1().Jobs(), Pods: own.Core().V1().Pods(),
-		Notifications: notif.ForResource(v1alpha1.SchemeGroupVersionResource).Informer(),
+		Notifications:     notif.ForResource(v1alpha1.SchemeGroupVersionResource).Informer(),
+		AdmissionPolicies: policy.Admissionregistration().V1().ValidatingAdmissionPolicies(),
 	}, recorder, controller.Options{
 		Config: cfg, ProvisionerName: "nodeplug.io/local-volume-provisioner", DiscoveryQPS: 100, DiscoveryBurst: 100,
 		RetryBase: retryBase, RetryMax: 2 * retryBase, Notifications: dyn.Resource(v1alpha1.SchemeGroupVersionResource),
@@ -96,6 +102,7 @@ func (e *env) startMaster(t *testing.T, retryBase time.Duration) (stop func()) {
 	}
 	cluster.StartWithContext(ctx)
 	own.StartWithContext(ctx)
+	policy.StartWithContext(ctx)
 	notif.Start(ctx.Done()) // the dynamic informer factory has no StartWithContext
 	done := make(chan struct{})
 	go func() {
@@ -107,6 +114,7 @@ func (e *env) startMaster(t *testing.T, retryBase time.Duration) (stop func()) {
 		<-done
 		cluster.Shutdown()
 		own.Shutdown()
+		policy.Shutdown()
 		notif.Shutdown()
 		broadcaster.Shutdown()
 	})

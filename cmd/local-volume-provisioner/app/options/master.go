@@ -44,6 +44,9 @@ type MasterOptions struct {
 	// ReplacedMachinePolicy says what happens to the bound PVs of a machine
 	// whose node name another machine took over.
 	ReplacedMachinePolicy string
+	// AdmissionPolicy is the ValidatingAdmissionPolicy into which the master
+	// writes the blocked claims.
+	AdmissionPolicy string
 
 	LeaderElect   bool
 	LeaseName     string
@@ -61,7 +64,8 @@ func NewMasterOptions() *MasterOptions {
 		KubeAPIQPS: 50, KubeAPIBurst: 100, DiscoveryQPS: 10, DiscoveryBurst: 20,
 		DiscoveryShards: 1, DiscoveryTTL: 5 * time.Minute, DiscoveryDeadline: 5 * time.Minute,
 		CleanupTTL: 24 * time.Hour, RetryBase: 10 * time.Second, RetryMax: 30 * time.Minute,
-		MetricsAddress: ":8080", CheckCleanerPrograms: true, ReplacedMachinePolicy: "BlockPods", LeaderElect: true, LeaseName: "local-volume-provisioner",
+		MetricsAddress: ":8080", CheckCleanerPrograms: true, ReplacedMachinePolicy: "BlockPods",
+		AdmissionPolicy: "local-volume-provisioner-replaced-machine-claims", LeaderElect: true, LeaseName: "local-volume-provisioner",
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 	}
 }
@@ -88,7 +92,8 @@ func (o *MasterOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.PriorityClassName, "job-priority-class", o.PriorityClassName, "priorityClassName of Job pods.")
 	fs.StringVar(&o.MetricsAddress, "metrics-address", o.MetricsAddress, "Address of /metrics and /healthz; empty disables.")
 	fs.BoolVar(&o.CheckCleanerPrograms, "check-cleaner-programs", o.CheckCleanerPrograms, "Refuse a configuration whose blockCleanerCommand names a program that is not an executable in this container. The master runs the image of the cleanup Jobs (--job-image); turn this off if it does not.")
-	fs.StringVar(&o.ReplacedMachinePolicy, "replaced-machine-policy", o.ReplacedMachinePolicy, "What happens to a bound PV when another machine (another machineID or systemUUID) registers under its node's name: BlockPods keeps the PV, marks it and lists its claim in the ConfigMap local-volume-provisioner-blocked-claims, whose admission policy refuses new pods that use the claim; Warn keeps and marks the PV only.")
+	fs.StringVar(&o.ReplacedMachinePolicy, "replaced-machine-policy", o.ReplacedMachinePolicy, "What happens to a bound PV when another machine (another machineID or systemUUID) registers under its node's name: BlockPods keeps the PV, marks it and writes its claim into the admission policy named by --replaced-machine-admission-policy, which refuses new pods that use the claim; Warn keeps and marks the PV only.")
+	fs.StringVar(&o.AdmissionPolicy, "replaced-machine-admission-policy", o.AdmissionPolicy, "The ValidatingAdmissionPolicy whose blockedClaims variable the master keeps (deploy/local-volume-provisioner/admission-policy.yaml); the master needs get, list, watch and update on it.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader among replicas with a Lease.")
 	fs.StringVar(&o.LeaseName, "leader-elect-lease-name", o.LeaseName, "Name of the leader Lease.")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "Lease duration.")
@@ -121,6 +126,9 @@ func (o *MasterOptions) Validate() error {
 	}
 	if o.ReplacedMachinePolicy != "BlockPods" && o.ReplacedMachinePolicy != "Warn" {
 		errs = append(errs, fmt.Errorf("--replaced-machine-policy %q is not BlockPods or Warn", o.ReplacedMachinePolicy))
+	}
+	if o.AdmissionPolicy == "" {
+		errs = append(errs, errors.New("--replaced-machine-admission-policy must not be empty"))
 	}
 	if o.CleanupTTL < o.RetryMax {
 		errs = append(errs, errors.New("--cleanup-job-ttl must not be below --retry-max"))
