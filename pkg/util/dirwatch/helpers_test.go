@@ -1,26 +1,36 @@
-package dirwatch
+package dirwatch_test
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
 	"k8s.io/klog/v2/ktesting"
+
+	"github.com/nodeplug/nodeplug/pkg/util/dirwatch"
+	"github.com/nodeplug/nodeplug/pkg/util/dirwatch/dirwatchtest"
 )
 
-// start starts a Watcher of root and returns it with its start error.
-func start(t *testing.T, root string, opts Options) (Watcher, error) {
+// newInjectFS returns a dirwatchtest.InjectFS.
+func newInjectFS(t *testing.T) *dirwatchtest.InjectFS {
+	t.Helper()
+	f, err := dirwatchtest.NewInjectFS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// start starts a dirwatch.Watcher of root and returns it with its start error.
+func start(t *testing.T, root string, opts dirwatch.Options) (dirwatch.Watcher, error) {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
-	w, err := New(root, opts)
+	w, err := dirwatch.New(root, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +38,7 @@ func start(t *testing.T, root string, opts Options) (Watcher, error) {
 }
 
 // next waits, for at most 10 s, for an event that matches.
-func next(t *testing.T, w Watcher, what string, match func(Event) bool) Event {
+func next(t *testing.T, w dirwatch.Watcher, what string, match func(dirwatch.Event) bool) dirwatch.Event {
 	t.Helper()
 	timeout := time.After(10 * time.Second)
 	for {
@@ -46,12 +56,12 @@ func next(t *testing.T, w Watcher, what string, match func(Event) bool) Event {
 	}
 }
 
-func isOp(op Op, path string) func(Event) bool {
-	return func(ev Event) bool { return ev.Op.Has(op) && (path == "" || ev.Path == path) }
+func isOp(op dirwatch.Op, path string) func(dirwatch.Event) bool {
+	return func(ev dirwatch.Event) bool { return ev.Op.Has(op) && (path == "" || ev.Path == path) }
 }
 
-func isRescan(r Reason) func(Event) bool {
-	return func(ev Event) bool { return ev.Op == Rescan && ev.Reason == r }
+func isRescan(r dirwatch.Reason) func(dirwatch.Event) bool {
+	return func(ev dirwatch.Event) bool { return ev.Op == dirwatch.Rescan && ev.Reason == r }
 }
 
 func mkdir(t *testing.T, path string) {
@@ -77,7 +87,7 @@ func symlink(t *testing.T, target, link string) {
 
 func join(elem ...string) string { return filepath.Join(elem...) }
 
-// counts implements Metrics.
+// counts implements dirwatch.Metrics.
 type counts struct {
 	overflows, watchErrors, watchFailed atomic.Int64
 	available                           atomic.Int64 // 1 available, -1 not, 0 never said
@@ -92,56 +102,4 @@ func (c *counts) RootAvailable(ok bool) {
 	} else {
 		c.available.Store(-1)
 	}
-}
-
-// injectFS wraps a real fsnotify watcher; it can drop events, inject
-// errors and fail Add for chosen paths.
-type injectFS struct {
-	FSWatcher
-	events chan fsnotify.Event
-	errs   chan error
-	drop   atomic.Bool
-	mu     sync.Mutex
-	fail   map[string]bool
-}
-
-func newInjectFS(t *testing.T) *injectFS {
-	real, err := NewFSWatcher()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &injectFS{FSWatcher: real, events: make(chan fsnotify.Event), errs: make(chan error), fail: map[string]bool{}}
-	go func() {
-		defer close(f.events)
-		for ev := range real.Events() {
-			if !f.drop.Load() {
-				f.events <- ev
-			}
-		}
-	}()
-	go func() {
-		for err := range real.Errors() {
-			f.errs <- err
-		}
-	}()
-	return f
-}
-
-func (f *injectFS) Events() <-chan fsnotify.Event { return f.events }
-func (f *injectFS) Errors() <-chan error          { return f.errs }
-
-func (f *injectFS) Add(path string) error {
-	f.mu.Lock()
-	fail := f.fail[path]
-	f.mu.Unlock()
-	if fail {
-		return errors.New("no space left for watches")
-	}
-	return f.FSWatcher.Add(path)
-}
-
-func (f *injectFS) setFail(path string, fail bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.fail[path] = fail
 }

@@ -1,4 +1,4 @@
-package dirwatch
+package dirwatch_test
 
 import (
 	"fmt"
@@ -9,11 +9,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/nodeplug/nodeplug/pkg/util/dirwatch"
 )
 
 // TestOverflowReal overflows the kernel's inotify queue: the caller stops
 // reading while far more events than fs.inotify.max_queued_events are
-// made, then a file is made whose event the kernel drops. The Rescan that
+// made, then a file is made whose event the kernel drops. The dirwatch.Rescan that
 // follows is what lets the caller find it.
 func TestOverflowReal(t *testing.T) {
 	limit := 16384
@@ -25,16 +27,16 @@ func TestOverflowReal(t *testing.T) {
 	}
 	root := t.TempDir()
 	m := &counts{}
-	w, err := start(t, root, Options{Buffer: 1, Metrics: m})
+	w, err := start(t, root, dirwatch.Options{Buffer: 1, Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}
-	next(t, w, "start", isRescan(ReasonStarted))
+	next(t, w, "start", isRescan(dirwatch.ReasonStarted))
 	for i := 0; i < limit+limit/2+8192; i++ {
 		touch(t, join(root, fmt.Sprintf("n%d", i)))
 	}
 	touch(t, join(root, "late"))
-	next(t, w, "overflow", isRescan(ReasonOverflow))
+	next(t, w, "overflow", isRescan(dirwatch.ReasonOverflow))
 	if m.overflows.Load() == 0 {
 		t.Fatal("overflow not counted")
 	}
@@ -44,15 +46,15 @@ func TestOverflowReal(t *testing.T) {
 }
 
 // TestStorm changes a tree from several goroutines at once. A caller that
-// applies the events, and reads the tree again at each Rescan, ends with
+// applies the events, and reads the tree again at each dirwatch.Rescan, ends with
 // the tree as it is on disk, and every directory is watched.
 func TestStorm(t *testing.T) {
 	root := t.TempDir()
-	w, err := start(t, root, Options{MaxDepth: Unlimited, ReportExisting: true})
+	w, err := start(t, root, dirwatch.Options{MaxDepth: dirwatch.Unlimited, ReportExisting: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	next(t, w, "start", isRescan(ReasonStarted))
+	next(t, w, "start", isRescan(dirwatch.ReasonStarted))
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Add(1)
@@ -65,7 +67,7 @@ func TestStorm(t *testing.T) {
 	touch(t, join(root, "done"))
 	view := map[string]bool{}
 	for {
-		ev := next(t, w, "events", func(Event) bool { return true })
+		ev := next(t, w, "events", func(dirwatch.Event) bool { return true })
 		apply(t, root, view, ev)
 		if ev.Path == join(root, "done") {
 			break
@@ -99,9 +101,9 @@ func storm(t *testing.T, dir string, n int) {
 
 // apply is what a caller does with an event: paths in the view are
 // mapped to whether they are directories.
-func apply(t *testing.T, root string, view map[string]bool, ev Event) {
+func apply(t *testing.T, root string, view map[string]bool, ev dirwatch.Event) {
 	switch {
-	case ev.Op == Rescan:
+	case ev.Op == dirwatch.Rescan:
 		clear(view)
 		maps.Copy(view, readTree(t, root))
 	case ev.Op.Gone():
@@ -110,7 +112,7 @@ func apply(t *testing.T, root string, view map[string]bool, ev Event) {
 				delete(view, p)
 			}
 		}
-	case ev.Op.Has(Create):
+	case ev.Op.Has(dirwatch.Create):
 		if fi, err := os.Lstat(ev.Path); err == nil {
 			view[ev.Path] = fi.IsDir()
 		}

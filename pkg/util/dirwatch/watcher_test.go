@@ -1,4 +1,4 @@
-package dirwatch
+package dirwatch_test
 
 import (
 	"errors"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/nodeplug/nodeplug/pkg/util/dirwatch"
 )
 
 func TestNewDirectoriesAreWatchedBeforeTheyAreReported(t *testing.T) {
@@ -18,32 +20,32 @@ func TestNewDirectoriesAreWatchedBeforeTheyAreReported(t *testing.T) {
 		// deepSeen: a file two levels below a new directory is reported.
 		deepSeen bool
 	}{
-		{name: "unlimited depth", maxDepth: Unlimited, deepSeen: true},
+		{name: "unlimited depth", maxDepth: dirwatch.Unlimited, deepSeen: true},
 		{name: "one level", maxDepth: 1, deepSeen: false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
-			w, err := start(t, root, Options{MaxDepth: tc.maxDepth})
+			w, err := start(t, root, dirwatch.Options{MaxDepth: tc.maxDepth})
 			if err != nil {
 				t.Fatal(err)
 			}
-			next(t, w, "start", isRescan(ReasonStarted))
+			next(t, w, "start", isRescan(dirwatch.ReasonStarted))
 			mkdir(t, join(root, "a"))
-			next(t, w, "create a", isOp(Create, join(root, "a")))
+			next(t, w, "create a", isOp(dirwatch.Create, join(root, "a")))
 			if !w.Watching(join(root, "a")) {
 				t.Fatal("a reported before it is watched")
 			}
 			touch(t, join(root, "a", "f"))
-			next(t, w, "create a/f", isOp(Create, join(root, "a", "f")))
+			next(t, w, "create a/f", isOp(dirwatch.Create, join(root, "a", "f")))
 			mkdir(t, join(root, "a", "b"))
-			next(t, w, "create a/b", isOp(Create, join(root, "a", "b")))
+			next(t, w, "create a/b", isOp(dirwatch.Create, join(root, "a", "b")))
 			if got := w.Watching(join(root, "a", "b")); got != tc.deepSeen {
 				t.Fatalf("a/b watched = %t, want %t", got, tc.deepSeen)
 			}
 			touch(t, join(root, "a", "b", "g"))
 			touch(t, join(root, "marker"))
-			ev := next(t, w, "a/b/g or the marker", func(ev Event) bool {
+			ev := next(t, w, "a/b/g or the marker", func(ev dirwatch.Event) bool {
 				return ev.Path == join(root, "a", "b", "g") || ev.Path == join(root, "marker")
 			})
 			if seen := ev.Path != join(root, "marker"); seen != tc.deepSeen {
@@ -55,20 +57,20 @@ func TestNewDirectoriesAreWatchedBeforeTheyAreReported(t *testing.T) {
 
 func TestReportExisting(t *testing.T) {
 	root, staging := t.TempDir(), t.TempDir()
-	w, err := start(t, root, Options{MaxDepth: Unlimited, ReportExisting: true})
+	w, err := start(t, root, dirwatch.Options{MaxDepth: dirwatch.Unlimited, ReportExisting: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	next(t, w, "start", isRescan(ReasonStarted))
+	next(t, w, "start", isRescan(dirwatch.ReasonStarted))
 	// A tree renamed in at once: only its root has an inotify event.
 	mkdir(t, join(staging, "tree", "sub"))
 	touch(t, join(staging, "tree", "sub", "sock"))
 	if err := os.Rename(join(staging, "tree"), join(root, "tree")); err != nil {
 		t.Fatal(err)
 	}
-	next(t, w, "create tree", isOp(Create, join(root, "tree")))
-	next(t, w, "create tree/sub", isOp(Create, join(root, "tree", "sub")))
-	next(t, w, "create tree/sub/sock", isOp(Create, join(root, "tree", "sub", "sock")))
+	next(t, w, "create tree", isOp(dirwatch.Create, join(root, "tree")))
+	next(t, w, "create tree/sub", isOp(dirwatch.Create, join(root, "tree", "sub")))
+	next(t, w, "create tree/sub/sock", isOp(dirwatch.Create, join(root, "tree", "sub", "sock")))
 	if !w.Watching(join(root, "tree", "sub")) {
 		t.Fatal("tree/sub not watched")
 	}
@@ -76,16 +78,16 @@ func TestReportExisting(t *testing.T) {
 
 func TestIgnoredNames(t *testing.T) {
 	root := t.TempDir()
-	w, err := start(t, root, Options{MaxDepth: Unlimited, Ignore: func(n string) bool { return strings.HasPrefix(n, ".") }})
+	w, err := start(t, root, dirwatch.Options{MaxDepth: dirwatch.Unlimited, Ignore: func(n string) bool { return strings.HasPrefix(n, ".") }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	next(t, w, "start", isRescan(ReasonStarted))
+	next(t, w, "start", isRescan(dirwatch.ReasonStarted))
 	mkdir(t, join(root, ".hidden"))
 	touch(t, join(root, ".hidden", "f"))
 	touch(t, join(root, ".tmp"))
 	touch(t, join(root, "visible"))
-	ev := next(t, w, "any event", func(Event) bool { return true })
+	ev := next(t, w, "any event", func(dirwatch.Event) bool { return true })
 	if ev.Path != join(root, "visible") {
 		t.Fatalf("first event %+v, want the create of visible", ev)
 	}
@@ -97,18 +99,18 @@ func TestIgnoredNames(t *testing.T) {
 func TestRootRemovedAndRecreated(t *testing.T) {
 	root := join(t.TempDir(), "plugins")
 	m := &counts{}
-	w, err := start(t, root, Options{MaxDepth: 1, CreateRoot: true, RetryMin: 10 * time.Millisecond, Metrics: m})
+	w, err := start(t, root, dirwatch.Options{MaxDepth: 1, CreateRoot: true, RetryMin: 10 * time.Millisecond, Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}
-	next(t, w, "start", isRescan(ReasonStarted))
+	next(t, w, "start", isRescan(dirwatch.ReasonStarted))
 	mkdir(t, join(root, "d"))
-	next(t, w, "create d", isOp(Create, join(root, "d")))
+	next(t, w, "create d", isOp(dirwatch.Create, join(root, "d")))
 	if err := os.RemoveAll(root); err != nil {
 		t.Fatal(err)
 	}
-	next(t, w, "root removed", isOp(Remove, root))
-	next(t, w, "root recovered", isRescan(ReasonRootRecovered))
+	next(t, w, "root removed", isOp(dirwatch.Remove, root))
+	next(t, w, "root recovered", isRescan(dirwatch.ReasonRootRecovered))
 	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
 		t.Fatalf("root not created again: %v", err)
 	}
@@ -116,7 +118,7 @@ func TestRootRemovedAndRecreated(t *testing.T) {
 		t.Fatal("root not reported available")
 	}
 	mkdir(t, join(root, "e"))
-	next(t, w, "create e after recovery", isOp(Create, join(root, "e")))
+	next(t, w, "create e after recovery", isOp(dirwatch.Create, join(root, "e")))
 	if w.Watching(join(root, "d")) {
 		t.Fatal("removed directory still counted as watched")
 	}
@@ -125,11 +127,11 @@ func TestRootRemovedAndRecreated(t *testing.T) {
 func TestRootMissingIsWaitedFor(t *testing.T) {
 	root := join(t.TempDir(), "later")
 	m := &counts{}
-	w, err := start(t, root, Options{RetryMin: 10 * time.Millisecond, RetryMax: 20 * time.Millisecond, Metrics: m})
+	w, err := start(t, root, dirwatch.Options{RetryMin: 10 * time.Millisecond, RetryMax: 20 * time.Millisecond, Metrics: m})
 	if err == nil {
 		t.Fatal("Start succeeded without the root")
 	}
-	ev := next(t, w, "root unavailable", isOp(RootUnavailable, root))
+	ev := next(t, w, "root unavailable", isOp(dirwatch.RootUnavailable, root))
 	if !errors.Is(ev.Err, os.ErrNotExist) || ev.RetryIn != 10*time.Millisecond {
 		t.Fatalf("unexpected %+v", ev)
 	}
@@ -137,9 +139,9 @@ func TestRootMissingIsWaitedFor(t *testing.T) {
 		t.Fatal("root not reported unavailable")
 	}
 	mkdir(t, root)
-	next(t, w, "root appeared", isRescan(ReasonRootRecovered))
+	next(t, w, "root appeared", isRescan(dirwatch.ReasonRootRecovered))
 	touch(t, join(root, "f"))
-	next(t, w, "create f", isOp(Create, join(root, "f")))
+	next(t, w, "create f", isOp(dirwatch.Create, join(root, "f")))
 }
 
 func TestSymlinks(t *testing.T) {
@@ -147,44 +149,44 @@ func TestSymlinks(t *testing.T) {
 	mkdir(t, join(store, "v1"))
 	mkdir(t, join(store, "v2"))
 	symlink(t, join(store, "v1"), join(root, "link"))
-	w, err := start(t, root, Options{MaxDepth: 1, FollowSymlinks: true,
+	w, err := start(t, root, dirwatch.Options{MaxDepth: 1, FollowSymlinks: true,
 		Ignore: func(n string) bool { return strings.HasPrefix(n, ".") }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	next(t, w, "start", isRescan(ReasonStarted))
+	next(t, w, "start", isRescan(dirwatch.ReasonStarted))
 	// A link present at start is followed.
 	touch(t, join(store, "v1", "a"))
-	next(t, w, "write in the target", isOp(Create, join(root, "link", "a")))
+	next(t, w, "write in the target", isOp(dirwatch.Create, join(root, "link", "a")))
 	// Pointed elsewhere atomically, the link watches its new target.
 	symlink(t, join(store, "v2"), join(root, ".tmp"))
 	if err := os.Rename(join(root, ".tmp"), join(root, "link")); err != nil {
 		t.Fatal(err)
 	}
-	next(t, w, "link replaced", isOp(Create, join(root, "link")))
+	next(t, w, "link replaced", isOp(dirwatch.Create, join(root, "link")))
 	touch(t, join(store, "v2", "b"))
-	next(t, w, "write in the new target", isOp(Create, join(root, "link", "b")))
+	next(t, w, "write in the new target", isOp(dirwatch.Create, join(root, "link", "b")))
 	// Removed, the link no longer reports its target.
 	if err := os.Remove(join(root, "link")); err != nil {
 		t.Fatal(err)
 	}
-	next(t, w, "link removed", isOp(Remove, join(root, "link")))
+	next(t, w, "link removed", isOp(dirwatch.Remove, join(root, "link")))
 	touch(t, join(store, "v2", "c"))
 	touch(t, join(root, "marker"))
-	if ev := next(t, w, "next event", func(Event) bool { return true }); ev.Path != join(root, "marker") {
+	if ev := next(t, w, "next event", func(dirwatch.Event) bool { return true }); ev.Path != join(root, "marker") {
 		t.Fatalf("got %+v, want the marker's create", ev)
 	}
 }
 
 func TestSymlinksNotFollowed(t *testing.T) {
 	root, store := t.TempDir(), t.TempDir()
-	w, err := start(t, root, Options{MaxDepth: Unlimited})
+	w, err := start(t, root, dirwatch.Options{MaxDepth: dirwatch.Unlimited})
 	if err != nil {
 		t.Fatal(err)
 	}
-	next(t, w, "start", isRescan(ReasonStarted))
+	next(t, w, "start", isRescan(dirwatch.ReasonStarted))
 	symlink(t, store, join(root, "link"))
-	next(t, w, "link created", isOp(Create, join(root, "link")))
+	next(t, w, "link created", isOp(dirwatch.Create, join(root, "link")))
 	if w.Watching(join(root, "link")) {
 		t.Fatal("link followed")
 	}
@@ -194,25 +196,25 @@ func TestInjectedErrors(t *testing.T) {
 	tests := []struct {
 		name   string
 		err    error
-		reason Reason
+		reason dirwatch.Reason
 	}{
-		{name: "overflow", err: fsnotify.ErrEventOverflow, reason: ReasonOverflow},
-		{name: "other error", err: errors.New("boom"), reason: ReasonWatchError},
+		{name: "overflow", err: fsnotify.ErrEventOverflow, reason: dirwatch.ReasonOverflow},
+		{name: "other error", err: errors.New("boom"), reason: dirwatch.ReasonWatchError},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
 			fsw := newInjectFS(t)
 			m := &counts{}
-			w, err := start(t, root, Options{MaxDepth: 1, Metrics: m,
-				NewFSWatcher: func() (FSWatcher, error) { return fsw, nil }})
+			w, err := start(t, root, dirwatch.Options{MaxDepth: 1, Metrics: m,
+				NewFSWatcher: func() (dirwatch.FSWatcher, error) { return fsw, nil }})
 			if err != nil {
 				t.Fatal(err)
 			}
-			next(t, w, "start", isRescan(ReasonStarted))
-			fsw.drop.Store(true)
+			next(t, w, "start", isRescan(dirwatch.ReasonStarted))
+			fsw.Drop(true)
 			mkdir(t, join(root, "lost"))
-			fsw.errs <- tc.err
+			fsw.Inject(tc.err)
 			next(t, w, "rescan", isRescan(tc.reason))
 			// The directory whose event was lost is watched after the rescan.
 			if !w.Watching(join(root, "lost")) {
@@ -230,22 +232,22 @@ func TestUnwatchableDirectoryIsRetried(t *testing.T) {
 	fsw := newInjectFS(t)
 	m := &counts{}
 	bad := join(root, "bad")
-	fsw.setFail(bad, true)
-	w, err := start(t, root, Options{MaxDepth: 1, Metrics: m, RetryMin: 10 * time.Millisecond, RetryMax: 20 * time.Millisecond,
-		NewFSWatcher: func() (FSWatcher, error) { return fsw, nil }})
+	fsw.FailAdd(bad, true)
+	w, err := start(t, root, dirwatch.Options{MaxDepth: 1, Metrics: m, RetryMin: 10 * time.Millisecond, RetryMax: 20 * time.Millisecond,
+		NewFSWatcher: func() (dirwatch.FSWatcher, error) { return fsw, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	next(t, w, "start", isRescan(ReasonStarted))
+	next(t, w, "start", isRescan(dirwatch.ReasonStarted))
 	mkdir(t, bad)
-	next(t, w, "unwatchable", isOp(Unwatchable, bad))
-	next(t, w, "create bad", isOp(Create, bad))
+	next(t, w, "unwatchable", isOp(dirwatch.Unwatchable, bad))
+	next(t, w, "create bad", isOp(dirwatch.Create, bad))
 	time.Sleep(50 * time.Millisecond) // a few retries
 	if got := m.watchFailed.Load(); got != 1 {
 		t.Fatalf("failure reported %d times, want once", got)
 	}
-	fsw.setFail(bad, false)
-	next(t, w, "recovered", isRescan(ReasonWatchRecovered))
+	fsw.FailAdd(bad, false)
+	next(t, w, "recovered", isRescan(dirwatch.ReasonWatchRecovered))
 	if !w.Watching(bad) {
 		t.Fatal("not watched after recovery")
 	}
@@ -253,18 +255,18 @@ func TestUnwatchableDirectoryIsRetried(t *testing.T) {
 
 func TestResync(t *testing.T) {
 	root := t.TempDir()
-	w, err := start(t, root, Options{})
+	w, err := start(t, root, dirwatch.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	next(t, w, "start", isRescan(ReasonStarted))
+	next(t, w, "start", isRescan(dirwatch.ReasonStarted))
 	w.Resync()
 	w.Resync()
-	next(t, w, "requested", isRescan(ReasonRequested))
+	next(t, w, "requested", isRescan(dirwatch.ReasonRequested))
 }
 
 func TestRelativeRootRefused(t *testing.T) {
-	if _, err := New(filepath.Join("relative", "dir"), Options{}); err == nil {
+	if _, err := dirwatch.New(filepath.Join("relative", "dir"), dirwatch.Options{}); err == nil {
 		t.Fatal("relative root accepted")
 	}
 }

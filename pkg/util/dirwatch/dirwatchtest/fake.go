@@ -1,16 +1,18 @@
-package dirwatch
+package dirwatchtest
 
 import (
 	"context"
 	"errors"
 	"sync"
+
+	"github.com/nodeplug/nodeplug/pkg/util/dirwatch"
 )
 
-// Fake is a Watcher for the unit tests of callers: the test sends the
+// Fake is a dirwatch.Watcher for the unit tests of callers: the test sends the
 // events, and sets which directories count as watched.
 type Fake struct {
 	root   string
-	events chan Event
+	events chan dirwatch.Event
 
 	mu       sync.Mutex
 	started  bool
@@ -19,12 +21,12 @@ type Fake struct {
 	resyncs  int
 }
 
-var _ Watcher = &Fake{}
+var _ dirwatch.Watcher = &Fake{}
 
 // NewFake returns a Fake for root. StartErr, if not nil, is what Start
 // returns.
 func NewFake(root string, startErr error) *Fake {
-	return &Fake{root: root, events: make(chan Event), startErr: startErr, watching: map[string]bool{}}
+	return &Fake{root: root, events: make(chan dirwatch.Event), startErr: startErr, watching: map[string]bool{}}
 }
 
 // Start closes Events when ctx ends; it delivers nothing by itself.
@@ -38,8 +40,8 @@ func (f *Fake) Start(_ context.Context) error {
 	return f.startErr
 }
 
-func (f *Fake) Events() <-chan Event { return f.events }
-func (f *Fake) Root() string         { return f.root }
+func (f *Fake) Events() <-chan dirwatch.Event { return f.events }
+func (f *Fake) Root() string                  { return f.root }
 
 // Resync counts the calls; see Resyncs.
 func (f *Fake) Resync() {
@@ -70,7 +72,7 @@ func (f *Fake) SetWatching(path string, ok bool) {
 
 // Send delivers ev, waiting until the caller takes it or ctx ends. It
 // returns false when ctx ended first.
-func (f *Fake) Send(ctx context.Context, ev Event) bool {
+func (f *Fake) Send(ctx context.Context, ev dirwatch.Event) bool {
 	select {
 	case f.events <- ev:
 		return true
@@ -79,5 +81,5 @@ func (f *Fake) Send(ctx context.Context, ev Event) bool {
 	}
 }
 
-// Close closes Events, as a real Watcher does when its context ends.
+// Close closes Events, as a real dirwatch.Watcher does when its context ends.
 func (f *Fake) Close() { close(f.events) }
