@@ -17,6 +17,6 @@
 //
 // It holds no policy of its own: what a change means, and how often to act
 // on it, is the caller's. Callers count what they want through the Metrics
-// hooks, under their own metric names. Fake implements Watcher for the unit
-// tests of callers. README.md states the contract.
+// hooks, under their own metric names. Package dirwatchtest has a Fake
+// Watcher for the unit tests of callers. README.md states the contract.
 package dirwatch

@@ -270,3 +270,33 @@ func TestRelativeRootRefused(t *testing.T) {
 		t.Fatal("relative root accepted")
 	}
 }
+
+// TestDirectoryVanishingWhileWatched: a directory removed between the walk
+// finding it and its watch being added is reported once and does not stop
+// the walk; its siblings are watched.
+func TestDirectoryVanishingWhileWatched(t *testing.T) {
+	root := t.TempDir()
+	victim := join(root, "a-vanishing")
+	mkdir(t, join(victim, "deeper"))
+	mkdir(t, join(root, "b", "c"))
+	fsw := newInjectFS(t)
+	fsw.BeforeAdd(func(path string) {
+		if path == victim {
+			_ = os.RemoveAll(victim)
+		}
+	})
+	m := &counts{}
+	w, err := start(t, root, dirwatch.Options{MaxDepth: dirwatch.Unlimited, Metrics: m,
+		NewFSWatcher: func() (dirwatch.FSWatcher, error) { return fsw, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next(t, w, "unwatchable", isOp(dirwatch.Unwatchable, victim))
+	next(t, w, "start", isRescan(dirwatch.ReasonStarted))
+	if !w.Watching(join(root, "b", "c")) {
+		t.Fatal("sibling after the vanished directory not watched")
+	}
+	if m.watchFailed.Load() != 1 {
+		t.Fatalf("watch failures = %d, want 1", m.watchFailed.Load())
+	}
+}

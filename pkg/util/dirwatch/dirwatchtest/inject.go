@@ -20,6 +20,7 @@ type InjectFS struct {
 	drop   atomic.Bool
 	mu     sync.Mutex
 	fail   map[string]bool
+	before func(path string)
 }
 
 // ErrInjected is what Add returns for a path set with FailAdd.
@@ -64,10 +65,21 @@ func (f *InjectFS) FailAdd(path string, fail bool) {
 	f.fail[path] = fail
 }
 
+// BeforeAdd makes Add call hook first, e.g. to remove the directory being
+// added. Nil removes the hook.
+func (f *InjectFS) BeforeAdd(hook func(path string)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.before = hook
+}
+
 func (f *InjectFS) Add(path string) error {
 	f.mu.Lock()
-	fail := f.fail[path]
+	fail, before := f.fail[path], f.before
 	f.mu.Unlock()
+	if before != nil {
+		before(path)
+	}
 	if fail {
 		return ErrInjected
 	}
