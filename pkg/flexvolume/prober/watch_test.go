@@ -15,20 +15,22 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/util/dirwatch/dirwatchtest"
 )
 
-// newInjectWatcher returns a real fsnotify watcher that can drop events and
-// inject errors.
-func newInjectWatcher() (*dirwatchtest.InjectFS, error) {
-	return dirwatchtest.NewInjectFS()
-}
-
-func TestOverflowInjected(t *testing.T) {
-	root := t.TempDir()
-	w, err := newInjectWatcher()
+// injectOptions returns test options whose watcher is a real fsnotify
+// watcher that can drop events and inject errors.
+func injectOptions(t *testing.T) (Options, *dirwatchtest.InjectFS) {
+	t.Helper()
+	w, err := dirwatchtest.NewInjectFS()
 	if err != nil {
 		t.Fatal(err)
 	}
 	opts := testOptions(&sink{})
 	opts.newWatcher = func() (dirwatch.FSWatcher, error) { return w, nil }
+	return opts, w
+}
+
+func TestOverflowInjected(t *testing.T) {
+	root := t.TempDir()
+	opts, w := injectOptions(t)
 	p := newTestProber(t, root, opts)
 	// Events lost: the driver appears on disk unnoticed...
 	w.Drop(true)
@@ -172,12 +174,7 @@ func TestSymlinkedDriverDir(t *testing.T) {
 
 func TestWatcherErrorIsNotFatal(t *testing.T) {
 	root := t.TempDir()
-	w, err := newInjectWatcher()
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := testOptions(&sink{})
-	opts.newWatcher = func() (dirwatch.FSWatcher, error) { return w, nil }
+	opts, w := injectOptions(t)
 	p := newTestProber(t, root, opts)
 	w.Inject(errors.New("some watch error"))
 	install(t, root, "example.com~nfs", "nfs", script(capsNoAttach))
