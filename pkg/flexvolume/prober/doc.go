@@ -3,7 +3,7 @@
 //
 // It is split the way the kubelet's plugin manager is:
 //
-//	populator  (fsnotify watch + rate-limited scans) -> desired state of the world
+//	populator  (dirwatch events + rate-limited scans) -> desired state of the world
 //	reconciler (desired vs actual, in-use checks)    -> operations
 //	executor   (driver "init" calls, one per driver)  -> actual state of the world
 //	publisher  (immutable Snapshot behind an atomic pointer)

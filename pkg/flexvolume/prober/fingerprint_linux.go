@@ -24,16 +24,3 @@ func fingerprintOf(fi os.FileInfo) fingerprint {
 		mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), mode: st.Mode,
 	}
 }
-
-// dirID identifies a directory, so that a symlink pointed elsewhere is
-// watched anew.
-type dirID struct {
-	dev, ino uint64
-}
-
-func dirIDOf(fi os.FileInfo) dirID {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return dirID{dev: uint64(st.Dev), ino: st.Ino}
-	}
-	return dirID{}
-}

@@ -14,9 +14,3 @@ type fingerprint struct {
 func fingerprintOf(fi os.FileInfo) fingerprint {
 	return fingerprint{size: fi.Size(), mtime: fi.ModTime().UnixNano(), mode: uint32(fi.Mode())}
 }
-
-// dirID would identify a directory; without inode numbers every directory
-// is the same, so a retargeted symlink keeps its first watch.
-type dirID struct{}
-
-func dirIDOf(os.FileInfo) dirID { return dirID{} }

@@ -4,10 +4,10 @@ import (
 	"context"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
 	"k8s.io/utils/clock"
 
 	"github.com/nodeplug/nodeplug/pkg/flexvolume/driver"
+	"github.com/nodeplug/nodeplug/pkg/util/dirwatch"
 )
 
 // Defaults of Options.
@@ -99,9 +99,10 @@ type Options struct {
 	// Clock is for tests.
 	Clock clock.Clock
 
-	// newWatcher and eventHook are test seams.
-	newWatcher func() (fsWatcher, error)
-	eventHook  func(fsnotify.Event)
+	// newWatcher and eventHook are test seams: fsnotify's replacement (nil:
+	// fsnotify), and a hook the populator calls on each watcher event.
+	newWatcher func() (dirwatch.FSWatcher, error)
+	eventHook  func(dirwatch.Event)
 }
 
 func (o Options) withDefaults() Options {
@@ -117,9 +118,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
-	}
-	if o.newWatcher == nil {
-		o.newWatcher = newFsnotifyWatcher
 	}
 	return o
 }

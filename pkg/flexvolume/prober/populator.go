@@ -5,118 +5,132 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"time"
 
-	"github.com/fsnotify/fsnotify"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
+
+	"github.com/nodeplug/nodeplug/pkg/util/dirwatch"
 )
 
 // populator watches the plugin directory and keeps the desired state of the
-// world up to date with rate-limited scans. All its fields are owned by its
-// goroutine (after start).
+// world up to date with rate-limited scans. The watching itself (watches on
+// the driver directories, symlinks, overflows, the plugin directory removed
+// or not creatable) is dirwatch's; what an event means and when to scan is
+// decided here. All its fields are owned by its goroutine (after start).
 type populator struct {
-	root    string
-	opts    *Options
-	dsw     *desiredState
-	stats   *stats
-	sched   *scheduler
-	w       fsWatcher
-	watched map[string]dirID // driver directories with a watch
-	names   nameCache
+	root  string
+	opts  *Options
+	dsw   *desiredState
+	stats *stats
+	sched *scheduler
+	w     dirwatch.Watcher
+	names nameCache
 	// prev is the previous scan's result; its maps are shared with the
 	// desired state and never modified. Until the next scan, dirty names
 	// the driver directories that had events, and full says every driver
 	// must be looked at again (watch errors, overflow, a new plugin
 	// directory).
-	prev    scanResult
-	dirty   map[string]bool
-	full    bool
-	links   bool // the last scan found symlinked driver directories
-	ready   bool // the plugin directory exists and is watched
-	retry   clock.Timer
-	retryOn bool
-	dirBack backoff
+	prev  scanResult
+	dirty map[string]bool
+	full  bool
+	links bool // the last scan found symlinked driver directories
+	ready bool // the plugin directory exists and is watched
 }
 
-func newPopulator(root string, opts *Options, dsw *desiredState, st *stats) *populator {
-	t := opts.Clock.NewTimer(opts.DirRetryMin)
-	t.Stop()
+func newPopulator(root string, opts *Options, dsw *desiredState, st *stats) (*populator, error) {
+	w, err := dirwatch.New(root, dirwatch.Options{
+		MaxDepth:       1, // nothing below <vendor>~<driver>/ can change a driver
+		FollowSymlinks: true,
+		CreateRoot:     true,
+		RootPerm:       0o755,
+		RetryMin:       opts.DirRetryMin,
+		RetryMax:       opts.DirRetryMax,
+		Metrics:        &watchMetrics{stats: st},
+		Clock:          opts.Clock,
+		NewFSWatcher:   opts.newWatcher,
+	})
+	if err != nil {
+		return nil, err
+	}
 	return &populator{
-		root: root, opts: opts, dsw: dsw, stats: st,
-		sched:   newScheduler(opts.Clock, opts.MinScanInterval),
-		watched: map[string]dirID{},
-		names:   nameCache{},
-		dirty:   map[string]bool{},
-		full:    true,
-		retry:   t,
-		dirBack: backoff{min: opts.DirRetryMin, max: opts.DirRetryMax},
+		root: root, opts: opts, dsw: dsw, stats: st, w: w,
+		sched: newScheduler(opts.Clock, opts.MinScanInterval),
+		names: nameCache{},
+		dirty: map[string]bool{},
+		full:  true,
+	}, nil
+}
+
+// watchMetrics maps the watcher's counts to the prober's metrics.
+type watchMetrics struct {
+	dirwatch.NoMetrics
+	stats *stats
+}
+
+func (m *watchMetrics) Overflowed() {
+	m.stats.overflows.Add(1)
+	overflowsTotal.Inc()
+}
+
+func (m *watchMetrics) RootAvailable(ok bool) {
+	if ok {
+		dirUnavailable.Set(0)
+	} else {
+		dirUnavailable.Set(1)
 	}
 }
 
-// start makes the directory and its watch, and scans once. Failures are
-// retried by run.
+// start starts watching. Its first event makes the first scan, or reports
+// the plugin directory unavailable; failures are retried by the watcher.
 func (p *populator) start(ctx context.Context) {
-	p.ensureDir(ctx)
+	_ = p.w.Start(ctx) // the failure is also the first event
 }
 
 // run is the populator's loop.
 func (p *populator) run(ctx context.Context) {
-	defer p.closeWatcher()
 	for {
-		var events <-chan fsnotify.Event
-		var errs <-chan error
-		if p.w != nil {
-			events, errs = p.w.Events(), p.w.Errors()
-		}
-		var retryC <-chan time.Time
-		if p.retryOn {
-			retryC = p.retry.C()
-		}
 		select {
 		case <-ctx.Done():
 			return
-		case ev, ok := <-events:
+		case ev, ok := <-p.w.Events():
 			if !ok {
-				p.watcherLost(ctx, errors.New("fsnotify event channel closed"))
-				continue
+				return
 			}
 			if p.opts.eventHook != nil {
 				p.opts.eventHook(ev)
 			}
 			p.onEvent(ctx, ev)
-		case err, ok := <-errs:
-			if !ok {
-				p.watcherLost(ctx, errors.New("fsnotify error channel closed"))
-				continue
-			}
-			p.onError(ctx, err)
 		case <-p.sched.C():
 			p.sched.fired()
 			p.scan(ctx)
-		case <-retryC:
-			p.retryOn = false
-			p.ensureDir(ctx)
 		}
 	}
 }
 
-// onEvent handles one fsnotify event.
-func (p *populator) onEvent(ctx context.Context, ev fsnotify.Event) {
-	rel, ok := relPath(p.root, ev.Name)
+// onEvent handles one event of the watcher.
+func (p *populator) onEvent(ctx context.Context, ev dirwatch.Event) {
+	switch ev.Op {
+	case dirwatch.Rescan:
+		p.onRescan(ctx, ev)
+	case dirwatch.RootUnavailable:
+		p.dirUnavailable(ctx, ev)
+	case dirwatch.Unwatchable:
+		klog.FromContext(ctx).Info("Cannot watch flexvolume driver directory; its changes are seen at the next scan",
+			"path", ev.Path, "err", ev.Err)
+	default:
+		p.onChange(ctx, ev)
+	}
+}
+
+// onChange handles a change on disk.
+func (p *populator) onChange(ctx context.Context, ev dirwatch.Event) {
+	rel, ok := relPath(p.root, ev.Path)
 	if !ok || hasDotComponent(rel) {
 		return
 	}
-	klog.FromContext(ctx).V(6).Info("Flexvolume plugin directory event", "path", ev.Name, "op", ev.Op.String())
-	gone := ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)
-	switch {
-	case rel == "." && gone:
+	klog.FromContext(ctx).V(6).Info("Flexvolume plugin directory event", "path", ev.Path, "op", ev.Op.String())
+	if rel == "." && ev.Op.Gone() {
 		p.dirLost(ctx)
 		return
-	case depth(rel) == 1 && gone:
-		// The watch of a removed directory is gone with it, and a new
-		// directory may reuse the inode: make the next scan add it again.
-		delete(p.watched, ev.Name)
 	}
 	if rel == "." {
 		p.full = true
@@ -126,18 +140,20 @@ func (p *populator) onEvent(ctx context.Context, ev fsnotify.Event) {
 	p.changed(ctx)
 }
 
-// onError handles a watcher error. Any error may mean lost events, so the
-// next scan re-reads everything and re-adds every watch.
-func (p *populator) onError(ctx context.Context, err error) {
+// onRescan handles events that may have been lost, and the plugin
+// directory being watched (again): everything is scanned.
+func (p *populator) onRescan(ctx context.Context, ev dirwatch.Event) {
 	logger := klog.FromContext(ctx)
-	if errors.Is(err, fsnotify.ErrEventOverflow) {
-		p.stats.overflows.Add(1)
-		overflowsTotal.Inc()
+	switch ev.Reason {
+	case dirwatch.ReasonOverflow:
 		logger.Info("Flexvolume plugin directory watch overflowed, rescanning", "dir", p.root)
-	} else {
-		logger.Error(err, "Flexvolume plugin directory watch error, rescanning", "dir", p.root)
+	case dirwatch.ReasonWatchError:
+		logger.Error(ev.Err, "Flexvolume plugin directory watch error, rescanning", "dir", p.root)
+	case dirwatch.ReasonStarted, dirwatch.ReasonRootRecovered, dirwatch.ReasonRestarted:
+		p.ready = true
+		p.dsw.setProblem(problemPluginDir, "")
+		logger.V(2).Info("Watching flexvolume plugin directory", "dir", p.root)
 	}
-	clear(p.watched)
 	p.full = true
 	p.changed(ctx)
 }
@@ -154,26 +170,21 @@ func (p *populator) changed(ctx context.Context) {
 func (p *populator) scan(ctx context.Context) {
 	p.sched.scanning()
 	if !p.ready {
-		return // ensureDir scans once the directory is back
+		return // the watcher's Rescan brings a scan once the directory is back
 	}
 	p.stats.scans.Add(1)
 	klog.FromContext(ctx).V(4).Info("Scanning flexvolume plugin directory", "dir", p.root, "full", p.full, "dirty", len(p.dirty))
 	scansTotal.Inc()
-	res, err := p.read(ctx)
+	res, err := p.read()
 	if errors.Is(err, os.ErrNotExist) {
 		p.dirLost(ctx)
+		p.w.Resync() // the watcher finds it gone, and recreates it
 		return
 	}
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Scanning flexvolume plugin directory failed, keeping the loaded drivers", "dir", p.root)
 		p.dsw.setProblem(problemScan, "scanning "+p.root+": "+err.Error())
 		return
-	}
-	for path := range p.watched {
-		if _, ok := res.dirs[path]; !ok {
-			_ = p.w.Remove(path)
-			delete(p.watched, path)
-		}
 	}
 	p.dsw.setScan(res.drivers, res.problems)
 	p.prev = res
@@ -184,13 +195,13 @@ func (p *populator) scan(ctx context.Context) {
 
 // read scans the plugin directory: only the driver directories that had
 // events when that is enough, everything otherwise.
-func (p *populator) read(ctx context.Context) (scanResult, error) {
+func (p *populator) read() (scanResult, error) {
 	if !p.full && !p.links && p.prev.drivers != nil {
-		if res, ok := rescanDirs(p.root, p.prev, p.dirty, p.names, p.watchDir(ctx)); ok {
+		if res, ok := rescanDirs(p.root, p.prev, p.dirty, p.names); ok {
 			return res, nil
 		}
 	}
-	return scanDir(p.root, p.names, p.reuse, p.watchDir(ctx))
+	return scanDir(p.root, p.names, p.reuse)
 }
 
 // reuse returns the last scan's result for a driver directory that has had
@@ -207,93 +218,26 @@ func (p *populator) reuse(dirName string) (desiredDriver, bool) {
 	if !ok || d.keep || d.dirName != dirName {
 		return desiredDriver{}, false
 	}
-	if _, watched := p.watched[filepath.Join(p.root, dirName)]; !watched {
+	if !p.w.Watching(filepath.Join(p.root, dirName)) {
 		return desiredDriver{}, false
 	}
 	return d, true
 }
 
-// watchDir returns the function scanDir calls for each driver directory.
-func (p *populator) watchDir(ctx context.Context) func(string, dirID) {
-	return func(path string, id dirID) {
-		old, ok := p.watched[path]
-		if ok && old == id {
-			return
-		}
-		if ok {
-			_ = p.w.Remove(path) // a retargeted symlink
-		}
-		if err := p.w.Add(path); err != nil {
-			klog.FromContext(ctx).Info("Cannot watch flexvolume driver directory; its changes are seen at the next scan",
-				"path", path, "err", err)
-			return
-		}
-		p.watched[path] = id
-	}
+// dirUnavailable reports that the plugin directory cannot be created or
+// watched; the watcher retries with backoff.
+func (p *populator) dirUnavailable(ctx context.Context, ev dirwatch.Event) {
+	klog.FromContext(ctx).Info("Flexvolume plugin directory unavailable, retrying", "dir", p.root, "err", ev.Err,
+		"retryIn", ev.RetryIn)
+	p.ready = false
+	p.dsw.setProblem(problemPluginDir, describeDirError(p.root, ev.Err))
 }
 
-// ensureDir (re)creates the plugin directory and its watch, then scans. On
-// failure it retries with backoff.
-func (p *populator) ensureDir(ctx context.Context) {
-	logger := klog.FromContext(ctx)
-	err := p.makeDir()
-	if err != nil {
-		delay := p.dirBack.next()
-		logger.Info("Flexvolume plugin directory unavailable, retrying", "dir", p.root, "err", err, "retryIn", delay)
-		p.dsw.setProblem(problemPluginDir, describeDirError(p.root, err))
-		dirUnavailable.Set(1)
-		p.retry.Reset(delay)
-		p.retryOn = true
-		return
-	}
-	p.ready = true
-	p.full = true
-	p.dirBack.reset()
-	p.dsw.setProblem(problemPluginDir, "")
-	dirUnavailable.Set(0)
-	logger.V(2).Info("Watching flexvolume plugin directory", "dir", p.root)
-	p.changed(ctx)
-}
-
-func (p *populator) makeDir() error {
-	if p.w == nil {
-		w, err := p.opts.newWatcher()
-		if err != nil {
-			return err
-		}
-		p.w = w
-	}
-	if err := os.MkdirAll(p.root, 0o755); err != nil {
-		return err
-	}
-	return p.w.Add(p.root)
-}
-
-// dirLost handles the removal of the plugin directory: every watch went with
-// it. The directory is recreated, as the design asks, and scanned.
+// dirLost handles the removal of the plugin directory. The watcher
+// recreates it, as the design asks, and a Rescan follows.
 func (p *populator) dirLost(ctx context.Context) {
-	klog.FromContext(ctx).Info("Flexvolume plugin directory removed, recreating it", "dir", p.root)
-	p.ready = false
-	for path := range p.watched {
-		_ = p.w.Remove(path)
+	if p.ready {
+		klog.FromContext(ctx).Info("Flexvolume plugin directory removed, recreating it", "dir", p.root)
 	}
-	clear(p.watched)
-	_ = p.w.Remove(p.root)
-	p.ensureDir(ctx)
-}
-
-// watcherLost replaces a watcher that stopped working.
-func (p *populator) watcherLost(ctx context.Context, err error) {
-	klog.FromContext(ctx).Error(err, "Flexvolume plugin directory watcher stopped, restarting it", "dir", p.root)
-	p.closeWatcher()
 	p.ready = false
-	clear(p.watched)
-	p.ensureDir(ctx)
-}
-
-func (p *populator) closeWatcher() {
-	if p.w != nil {
-		_ = p.w.Close()
-		p.w = nil
-	}
 }

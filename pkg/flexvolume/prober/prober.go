@@ -55,7 +55,10 @@ func New(ctx context.Context, dir string, runner utilexec.Interface, opts Option
 	st := &stats{}
 	dsw := newDesiredState()
 	rec := newReconciler(ctx, &opts, runner, dsw, st)
-	pop := newPopulator(abs, &opts, dsw, st)
+	pop, err := newPopulator(abs, &opts, dsw, st)
+	if err != nil {
+		return nil, fmt.Errorf("flexvolume plugin directory %q: %w", dir, err)
+	}
 	pop.start(ctx)
 	go pop.run(ctx)
 	go rec.run(ctx)

@@ -12,6 +12,7 @@ import (
 	utilexec "k8s.io/utils/exec"
 
 	"github.com/nodeplug/nodeplug/pkg/flexvolume/driver"
+	"github.com/nodeplug/nodeplug/pkg/util/dirwatch"
 )
 
 // actualDriver is one loaded driver in the actual state of the world.
@@ -21,7 +22,7 @@ type actualDriver struct {
 	fp fingerprint
 	// readyCaps are the capabilities of the last version that initialised.
 	readyCaps *driver.Capabilities
-	retry     backoff
+	retry     dirwatch.Backoff
 	retryAt   time.Time // next init retry while StateInitFailed
 	checkAt   time.Time // next in-use check while StateRemoving
 }
@@ -207,9 +208,9 @@ func (r *reconciler) failed(ctx context.Context, res initResult) bool {
 	}
 	first := a.entry == nil || a.fp != d.fp || a.entry.State != StateInitFailed
 	if first {
-		a.retry = backoff{min: r.opts.InitRetryMin, max: r.opts.InitRetryMax}
+		a.retry = dirwatch.Backoff{Min: r.opts.InitRetryMin, Max: r.opts.InitRetryMax}
 	}
-	a.retryAt = r.opts.Clock.Now().Add(a.retry.next())
+	a.retryAt = r.opts.Clock.Now().Add(a.retry.Next())
 	// A retry that fails with the same report as the last attempt changes
 	// nothing that is published: the snapshot's problem text is the report.
 	key, msg := initProblemPrefix+d.name, res.err.Error()

@@ -16,8 +16,6 @@ import (
 type scanResult struct {
 	drivers  map[string]desiredDriver
 	problems map[string]string
-	// dirs are the driver directories to watch, with their identity.
-	dirs map[string]dirID
 	// links: some driver directories are symlinks. Two paths may then
 	// share one inotify watch, whose events name only one of them.
 	links bool
@@ -44,20 +42,18 @@ func (c nameCache) parse(name string) (driver.DirName, error) {
 	return dn, err
 }
 
-// scanDir reads the plugin directory. Each driver directory is passed to
-// watch before its content is read, so that no change made after the read
-// goes unnoticed.
+// scanDir reads the plugin directory. The watcher watches each driver
+// directory before reporting it, so a change made after the read is an
+// event, and a driver directory read before its watch is in place gets its
+// Create event later.
 //
 // Entries are followed when they are symlinks: a symlink to a directory is a
 // driver directory like any other, at start and later alike, and it is the
-// symlink's path that is watched (inotify watches its target). A symlink's
-// target identity is recorded so that a retargeted link is watched anew;
-// real directories need no identity, as their removal is an event.
+// symlink's path that the watcher watches (inotify watches its target).
 //
 // reuse returns the previous scan's result for a driver directory that had
 // no event since; it is not asked about symlinks.
-func scanDir(root string, names nameCache, reuse func(dirName string) (desiredDriver, bool),
-	watch func(path string, id dirID)) (scanResult, error) {
+func scanDir(root string, names nameCache, reuse func(dirName string) (desiredDriver, bool)) (scanResult, error) {
 	ents, err := os.ReadDir(root)
 	if err != nil {
 		return scanResult{}, err
@@ -65,7 +61,6 @@ func scanDir(root string, names nameCache, reuse func(dirName string) (desiredDr
 	res := scanResult{
 		drivers:  map[string]desiredDriver{},
 		problems: map[string]string{},
-		dirs:     make(map[string]dirID, len(ents)),
 	}
 	for _, e := range ents {
 		name := e.Name()
@@ -74,7 +69,6 @@ func scanDir(root string, names nameCache, reuse func(dirName string) (desiredDr
 		}
 		path := filepath.Join(root, name)
 		dn, nameErr := names.parse(name)
-		var id dirID
 		if e.Type()&fs.ModeSymlink != 0 {
 			res.links = true
 			fi, err := os.Stat(path)
@@ -89,7 +83,6 @@ func scanDir(root string, names nameCache, reuse func(dirName string) (desiredDr
 			case !fi.IsDir():
 				continue
 			}
-			id = dirIDOf(fi)
 		}
 		if nameErr != nil {
 			res.problems[dirProblemPrefix+name] = nameErr.Error()
@@ -98,10 +91,8 @@ func scanDir(root string, names nameCache, reuse func(dirName string) (desiredDr
 		var prev desiredDriver
 		var reused bool
 		if e.Type()&fs.ModeSymlink == 0 {
-			prev, reused = reuse(name) // before watch: a new watch may have missed events
+			prev, reused = reuse(name)
 		}
-		watch(path, id)
-		res.dirs[path] = id
 		if reused {
 			res.drivers[dn.PluginName()] = prev
 			continue
@@ -158,14 +149,6 @@ func firstComponent(rel string) string {
 	return rel
 }
 
-// depth returns the number of components of a relative path.
-func depth(rel string) int {
-	if rel == "." {
-		return 0
-	}
-	return strings.Count(rel, string(filepath.Separator)) + 1
-}
-
 func describeDirError(root string, err error) string {
 	return fmt.Sprintf("flexvolume plugin directory %s is unavailable: %v", root, err)
 }
@@ -177,9 +160,8 @@ func describeDirError(root string, err error) string {
 // drivers (the maps of prev are still copied). ok
 // is false when a full scan is needed: an entry is a symlink (two paths may
 // share its watch) or cannot be looked at.
-func rescanDirs(root string, prev scanResult, dirty map[string]bool, names nameCache,
-	watch func(path string, id dirID)) (res scanResult, ok bool) {
-	res = scanResult{drivers: maps.Clone(prev.drivers), problems: maps.Clone(prev.problems), dirs: maps.Clone(prev.dirs)}
+func rescanDirs(root string, prev scanResult, dirty map[string]bool, names nameCache) (res scanResult, ok bool) {
+	res = scanResult{drivers: maps.Clone(prev.drivers), problems: maps.Clone(prev.problems)}
 	for name := range dirty {
 		path := filepath.Join(root, name)
 		dn, nameErr := names.parse(name)
@@ -187,7 +169,6 @@ func rescanDirs(root string, prev scanResult, dirty map[string]bool, names nameC
 			delete(res.drivers, dn.PluginName())
 		}
 		delete(res.problems, dirProblemPrefix+name)
-		delete(res.dirs, path)
 		fi, err := os.Lstat(path)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -200,8 +181,6 @@ func rescanDirs(root string, prev scanResult, dirty map[string]bool, names nameC
 			res.problems[dirProblemPrefix+name] = nameErr.Error()
 			continue
 		}
-		watch(path, dirID{})
-		res.dirs[path] = dirID{}
 		res.drivers[dn.PluginName()] = statDriver(path, name, dn)
 	}
 	return res, true

@@ -14,7 +14,7 @@ func BenchmarkScanDir(b *testing.B) {
 	names := nameCache{}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		if _, err := scanDir(root, names, func(string) (desiredDriver, bool) { return desiredDriver{}, false }, func(string, dirID) {}); err != nil {
+		if _, err := scanDir(root, names, func(string) (desiredDriver, bool) { return desiredDriver{}, false }); err != nil {
 			b.Fatal(err)
 		}
 	}

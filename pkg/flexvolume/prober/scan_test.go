@@ -53,7 +53,7 @@ func TestRescanDirsMatchesFullScan(t *testing.T) {
 			install(t, root, "example.com~b", "b", script(capsNoAttach))
 			mustMkdir(t, filepath.Join(root, "bad"))
 			names := nameCache{}
-			prev, err := scanDir(root, names, noReuse, func(string, dirID) {})
+			prev, err := scanDir(root, names, noReuse)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,7 +63,7 @@ func TestRescanDirsMatchesFullScan(t *testing.T) {
 			for _, d := range tc.dirty {
 				dirty[d] = true
 			}
-			got, ok := rescanDirs(root, prev, dirty, names, func(string, dirID) {})
+			got, ok := rescanDirs(root, prev, dirty, names)
 			if ok != tc.wantOK {
 				t.Fatalf("rescanDirs ok = %v, want %v", ok, tc.wantOK)
 			}
@@ -73,15 +73,15 @@ func TestRescanDirsMatchesFullScan(t *testing.T) {
 			if !ok {
 				return
 			}
-			want, err := scanDir(root, names, noReuse, func(string, dirID) {})
+			want, err := scanDir(root, names, noReuse)
 			if err != nil {
 				t.Fatal(err)
 			}
-			opt := cmp.AllowUnexported(desiredDriver{}, fingerprint{}, dirID{})
+			opt := cmp.AllowUnexported(desiredDriver{}, fingerprint{})
 			for _, c := range []struct {
 				what      string
 				got, want any
-			}{{"drivers", got.drivers, want.drivers}, {"problems", got.problems, want.problems}, {"dirs", got.dirs, want.dirs}} {
+			}{{"drivers", got.drivers, want.drivers}, {"problems", got.problems, want.problems}} {
 				if diff := cmp.Diff(c.want, c.got, opt); diff != "" {
 					t.Errorf("%s differ from a full scan (-full +rescan):\n%s", c.what, diff)
 				}

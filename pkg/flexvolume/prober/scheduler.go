@@ -72,20 +72,3 @@ func (s *scheduler) scanning() {
 		s.pending = false
 	}
 }
-
-// backoff is a capped exponential delay.
-type backoff struct {
-	min, max, cur time.Duration
-}
-
-func (b *backoff) next() time.Duration {
-	switch {
-	case b.cur == 0:
-		b.cur = b.min
-	case b.cur < b.max:
-		b.cur = min(2*b.cur, b.max)
-	}
-	return b.cur
-}
-
-func (b *backoff) reset() { b.cur = 0 }

@@ -59,21 +59,3 @@ func TestScheduler(t *testing.T) {
 		}
 	}
 }
-
-func TestBackoff(t *testing.T) {
-	b := backoff{min: time.Second, max: 5 * time.Second}
-	var got []time.Duration
-	for i := 0; i < 5; i++ {
-		got = append(got, b.next())
-	}
-	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("backoff = %v, want %v", got, want)
-		}
-	}
-	b.reset()
-	if b.next() != time.Second {
-		t.Error("reset did not restart the backoff")
-	}
-}

@@ -7,60 +7,36 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/nodeplug/nodeplug/pkg/util/dirwatch"
+	"github.com/nodeplug/nodeplug/pkg/util/dirwatch/dirwatchtest"
 )
 
-// injectWatcher wraps a real fsnotify watcher; it can drop events and
-// inject errors.
-type injectWatcher struct {
-	fsWatcher
-	events chan fsnotify.Event
-	errs   chan error
-	drop   atomic.Bool
-}
-
-func newInjectWatcher() (*injectWatcher, error) {
-	real, err := newFsnotifyWatcher()
-	if err != nil {
-		return nil, err
-	}
-	w := &injectWatcher{fsWatcher: real, events: make(chan fsnotify.Event), errs: make(chan error)}
-	go func() {
-		defer close(w.events)
-		for ev := range real.Events() {
-			if !w.drop.Load() {
-				w.events <- ev
-			}
-		}
-	}()
-	go func() {
-		for err := range real.Errors() {
-			w.errs <- err
-		}
-	}()
-	return w, nil
-}
-
-func (w *injectWatcher) Events() <-chan fsnotify.Event { return w.events }
-func (w *injectWatcher) Errors() <-chan error          { return w.errs }
-
-func TestOverflowInjected(t *testing.T) {
-	root := t.TempDir()
-	w, err := newInjectWatcher()
+// injectOptions returns test options whose watcher is a real fsnotify
+// watcher that can drop events and inject errors.
+func injectOptions(t *testing.T) (Options, *dirwatchtest.InjectFS) {
+	t.Helper()
+	w, err := dirwatchtest.NewInjectFS()
 	if err != nil {
 		t.Fatal(err)
 	}
 	opts := testOptions(&sink{})
-	opts.newWatcher = func() (fsWatcher, error) { return w, nil }
+	opts.newWatcher = func() (dirwatch.FSWatcher, error) { return w, nil }
+	return opts, w
+}
+
+func TestOverflowInjected(t *testing.T) {
+	root := t.TempDir()
+	opts, w := injectOptions(t)
 	p := newTestProber(t, root, opts)
 	// Events lost: the driver appears on disk unnoticed...
-	w.drop.Store(true)
+	w.Drop(true)
 	install(t, root, "example.com~lost", "lost", script(capsNoAttach))
 	// ...until the watcher reports an overflow, which forces a rescan.
-	w.errs <- fsnotify.ErrEventOverflow
+	w.Inject(fsnotify.ErrEventOverflow)
 	waitFor(t, p, "rescan after overflow", ready("example.com/lost", false))
 	if p.Stats().Overflows != 1 {
 		t.Errorf("overflows = %d, want 1", p.Stats().Overflows)
@@ -83,7 +59,7 @@ func TestOverflowReal(t *testing.T) {
 	var once sync.Once
 	held := make(chan struct{})
 	opts := testOptions(&sink{})
-	opts.eventHook = func(fsnotify.Event) {
+	opts.eventHook = func(dirwatch.Event) {
 		once.Do(func() { close(held); <-hold })
 	}
 	p := newTestProber(t, root, opts)
@@ -198,14 +174,9 @@ func TestSymlinkedDriverDir(t *testing.T) {
 
 func TestWatcherErrorIsNotFatal(t *testing.T) {
 	root := t.TempDir()
-	w, err := newInjectWatcher()
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := testOptions(&sink{})
-	opts.newWatcher = func() (fsWatcher, error) { return w, nil }
+	opts, w := injectOptions(t)
 	p := newTestProber(t, root, opts)
-	w.errs <- errors.New("some watch error")
+	w.Inject(errors.New("some watch error"))
 	install(t, root, "example.com~nfs", "nfs", script(capsNoAttach))
 	waitFor(t, p, "install after an error", ready("example.com/nfs", false))
 }

@@ -5,8 +5,9 @@
 //
 // It is split like the kubelet's plugin watcher:
 //
-//   - sources (inotify on each class directory, POLLPRI on
-//     /proc/self/mountinfo, a slow resync ticker) only signal "look again";
+//   - sources (inotify on each class directory, through pkg/util/dirwatch;
+//     POLLPRI on /proc/self/mountinfo; a slow resync ticker) only signal
+//     "look again";
 //   - the view is recomputed from the file system (desired state) and
 //     compared with the last view the master was told about (actual state);
 //   - the notifier writes the change, retrying with backoff.

@@ -2,14 +2,15 @@ package watcher
 
 import (
 	"context"
+	"fmt"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
 	"k8s.io/klog/v2"
 
 	"github.com/nodeplug/localpv-api/localpv/v1alpha1"
 	"github.com/nodeplug/nodeplug/pkg/localpv/discovery"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
+	"github.com/nodeplug/nodeplug/pkg/util/dirwatch"
 )
 
 // Options configure a Watcher.
@@ -38,6 +39,8 @@ type watcher struct {
 	opts     Options
 	scanner  *discovery.Scanner
 	notifier Notifier
+	// newDirWatcher makes the watcher of a class directory; tests replace it.
+	newDirWatcher func(dir string) (dirwatch.Watcher, error)
 }
 
 var _ Watcher = &watcher{}
@@ -59,17 +62,18 @@ func New(opts Options, scanner *discovery.Scanner, notifier Notifier) Watcher {
 	if opts.RetryMax < opts.RetryBase {
 		opts.RetryMax = max(opts.RetryBase, time.Minute)
 	}
-	return &watcher{opts: opts, scanner: scanner, notifier: notifier}
+	w := &watcher{opts: opts, scanner: scanner, notifier: notifier}
+	w.newDirWatcher = func(dir string) (dirwatch.Watcher, error) { return newDirWatcher(dir, opts.Resync) }
+	return w
 }
 
 func (w *watcher) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
-	fsw, err := fsnotify.NewWatcher()
+	dirs, err := w.watchDirs(ctx)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = fsw.Close() }()
-	files, mounts := make(chan struct{}, 1), make(chan struct{}, 1)
+	files, mounts, resyncs := make(chan struct{}, 1), make(chan struct{}, 1), make(chan struct{}, 1)
 	poke := func(ch chan struct{}) func() {
 		return func() {
 			select {
@@ -78,34 +82,64 @@ func (w *watcher) Run(ctx context.Context) error {
 			}
 		}
 	}
-	w.addWatches(ctx, fsw)
 	go func() {
 		if err := watchMounts(ctx, w.opts.MountInfoPath, poke(mounts)); err != nil {
 			logger.Error(err, "Mount table watch stopped; relying on resync")
 		}
 	}()
-	go w.forwardEvents(ctx, fsw, poke(files))
-	return w.loop(ctx, fsw, files, mounts)
+	for _, dw := range dirs {
+		go forwardEvents(ctx, dw, poke(files), poke(resyncs))
+	}
+	return w.loop(ctx, files, mounts, resyncs)
+}
+
+// watchDirs starts a directory watcher on each class directory. A missing
+// directory is retried every resync period.
+func (w *watcher) watchDirs(ctx context.Context) ([]dirwatch.Watcher, error) {
+	seen := map[string]bool{}
+	var out []dirwatch.Watcher
+	for _, c := range w.opts.Classes {
+		if seen[c.MountDir] {
+			continue
+		}
+		seen[c.MountDir] = true
+		dw, err := w.newDirWatcher(c.MountDir)
+		if err != nil {
+			return nil, fmt.Errorf("failed to watch class %s directory %s: %w", c.Name, c.MountDir, err)
+		}
+		_ = dw.Start(ctx) // a missing directory is its first event, and retried
+		out = append(out, dw)
+	}
+	return out, nil
+}
+
+func newDirWatcher(dir string, resync time.Duration) (dirwatch.Watcher, error) {
+	return dirwatch.New(dir, dirwatch.Options{MaxDepth: 0, RetryMin: resync, RetryMax: resync})
 }
 
 // loop turns signals into notifications, paced by a pacer, and recomputes
 // the view from scratch each time. A failed notification is retried with
 // backoff.
-func (w *watcher) loop(ctx context.Context, fsw *fsnotify.Watcher, files, mounts <-chan struct{}) error {
-	logger := klog.FromContext(ctx)
+func (w *watcher) loop(ctx context.Context, files, mounts, resyncs <-chan struct{}) error {
 	resync := time.NewTicker(w.opts.Resync)
 	defer resync.Stop()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	p := &pacer{debounce: w.opts.Debounce}
 	p.retry(time.Now())
-	reason, last, failures := v1alpha1.ReasonStarted, "", 0
+	st := &lookState{reason: v1alpha1.ReasonStarted}
 	// arm sets the timer to when the pacer says the next look is due.
 	arm := func(due time.Time) { timer.Reset(time.Until(due)) }
 	changed := func() {
-		if reason != v1alpha1.ReasonStarted {
-			reason = v1alpha1.ReasonChanged
+		if st.reason != v1alpha1.ReasonStarted {
+			st.reason = v1alpha1.ReasonChanged
 		}
+	}
+	resynced := func() {
+		if p.idle() && st.reason != v1alpha1.ReasonStarted {
+			st.reason = v1alpha1.ReasonResync
+		}
+		arm(p.retry(time.Now()))
 	}
 	for {
 		select {
@@ -118,35 +152,48 @@ func (w *watcher) loop(ctx context.Context, fsw *fsnotify.Watcher, files, mounts
 			changed()
 			arm(p.mountEvent(time.Now()))
 		case <-resync.C:
-			w.addWatches(ctx, fsw)
-			if p.idle() && reason != v1alpha1.ReasonStarted {
-				reason = v1alpha1.ReasonResync
-			}
-			arm(p.retry(time.Now()))
+			resynced()
+		case <-resyncs:
+			resynced()
 		case <-timer.C:
 			p.running(time.Now())
-			v, err := ComputeView(w.scanner, w.opts.Classes, w.opts.MountInfoPath)
-			if err != nil {
-				failures++
-				logger.Error(err, "Failed to compute view", "failures", failures)
-				arm(p.retry(time.Now().Add(w.backoff(failures))))
-				continue
+			if retryIn, failed := w.look(ctx, st); failed {
+				arm(p.retry(time.Now().Add(retryIn)))
 			}
-			if v.Digest == last {
-				continue
-			}
-			if err := w.notifier.Notify(ctx, v, reason); err != nil {
-				failures++
-				metrics.WatcherNotifications.WithLabelValues(string(reason), "error").Inc()
-				logger.Error(err, "Failed to notify the master", "failures", failures)
-				arm(p.retry(time.Now().Add(w.backoff(failures))))
-				continue
-			}
-			metrics.WatcherNotifications.WithLabelValues(string(reason), "success").Inc()
-			logger.V(2).Info("Notified the master", "reason", reason, "digest", v.Digest, "entries", v.Entries)
-			last, failures, reason = v.Digest, 0, v1alpha1.ReasonResync
 		}
 	}
+}
+
+// lookState is what the loop remembers from one look to the next.
+type lookState struct {
+	reason   v1alpha1.NotificationReason
+	last     string // the digest the master was told about
+	failures int
+}
+
+// look recomputes the view and tells the master when it changed. When that
+// fails, it returns true and when to look again.
+func (w *watcher) look(ctx context.Context, st *lookState) (time.Duration, bool) {
+	logger := klog.FromContext(ctx)
+	v, err := ComputeView(w.scanner, w.opts.Classes, w.opts.MountInfoPath)
+	if err != nil {
+		st.failures++
+		logger.Error(err, "Failed to compute view", "failures", st.failures)
+		return w.backoff(st.failures), true
+	}
+	if v.Digest == st.last {
+		return 0, false
+	}
+	if err := w.notifier.Notify(ctx, v, st.reason); err != nil {
+		st.failures++
+		metrics.WatcherNotifications.WithLabelValues(string(st.reason), "error").Inc()
+		logger.Error(err, "Failed to notify the master", "failures", st.failures)
+		return w.backoff(st.failures), true
+	}
+	metrics.WatcherNotifications.WithLabelValues(string(st.reason), "success").Inc()
+	logger.V(2).Info("Notified the master", "reason", st.reason, "digest", v.Digest, "entries", v.Entries)
+	st.last, st.failures, st.reason = v.Digest, 0, v1alpha1.ReasonResync
+	return 0, false
 }
 
 func (w *watcher) backoff(n int) time.Duration {
@@ -157,41 +204,25 @@ func (w *watcher) backoff(n int) time.Duration {
 	return min(d, w.opts.RetryMax)
 }
 
-// addWatches (re)adds an inotify watch on each class directory. A missing
-// directory is retried at the next resync.
-func (w *watcher) addWatches(ctx context.Context, fsw *fsnotify.Watcher) {
-	watched := map[string]bool{}
-	for _, p := range fsw.WatchList() {
-		watched[p] = true
-	}
-	for _, c := range w.opts.Classes {
-		if watched[c.MountDir] {
-			continue
-		}
-		if err := fsw.Add(c.MountDir); err != nil {
-			klog.FromContext(ctx).V(2).Info("Cannot watch class directory yet", "class", c.Name, "dir", c.MountDir, "err", err)
-		}
-	}
-}
-
-func (w *watcher) forwardEvents(ctx context.Context, fsw *fsnotify.Watcher, poke func()) {
+// forwardEvents turns a class directory's events into signals: a change
+// (including lost events) is a file event; the directory becoming watchable
+// again is a resync, as it was found by retrying.
+func forwardEvents(ctx context.Context, dw dirwatch.Watcher, file, resync func()) {
 	logger := klog.FromContext(ctx)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-fsw.Events:
-			if !ok {
-				return
-			}
-			logger.V(5).Info("File system event", "event", ev.String())
-			poke()
-		case err, ok := <-fsw.Errors:
-			if !ok {
-				return
-			}
-			logger.Error(err, "Inotify error; rescanning")
-			poke()
+	for ev := range dw.Events() {
+		switch {
+		case ev.Op == dirwatch.RootUnavailable:
+			logger.V(2).Info("Cannot watch class directory yet", "dir", ev.Path, "err", ev.Err)
+		case ev.Op == dirwatch.Rescan && ev.Reason == dirwatch.ReasonStarted:
+			// The first look, due at start, covers it.
+		case ev.Op == dirwatch.Rescan && ev.Reason == dirwatch.ReasonRootRecovered:
+			resync()
+		case ev.Op == dirwatch.Rescan:
+			logger.Error(ev.Err, "Inotify events lost; rescanning", "dir", dw.Root(), "reason", ev.Reason)
+			file()
+		default:
+			logger.V(5).Info("File system event", "path", ev.Path, "op", ev.Op.String())
+			file()
 		}
 	}
 }

@@ -1,10 +1,11 @@
-package prober
+package dirwatch
 
 import "github.com/fsnotify/fsnotify"
 
-// fsWatcher is the part of fsnotify.Watcher the populator uses; tests
-// replace it to inject errors.
-type fsWatcher interface {
+// FSWatcher is the part of fsnotify.Watcher a Watcher uses: the OS
+// boundary. Tests replace it (Options.NewFSWatcher) to drop events or
+// inject errors.
+type FSWatcher interface {
 	Add(path string) error
 	Remove(path string) error
 	Close() error
@@ -16,7 +17,8 @@ type fsnotifyWatcher struct {
 	w *fsnotify.Watcher
 }
 
-func newFsnotifyWatcher() (fsWatcher, error) {
+// NewFSWatcher returns an FSWatcher backed by a new fsnotify.Watcher.
+func NewFSWatcher() (FSWatcher, error) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil, err
@@ -29,3 +31,18 @@ func (f *fsnotifyWatcher) Remove(path string) error      { return f.w.Remove(pat
 func (f *fsnotifyWatcher) Close() error                  { return f.w.Close() }
 func (f *fsnotifyWatcher) Events() <-chan fsnotify.Event { return f.w.Events }
 func (f *fsnotifyWatcher) Errors() <-chan error          { return f.w.Errors }
+
+// opOf translates fsnotify's operations.
+func opOf(op fsnotify.Op) Op {
+	var o Op
+	for _, m := range []struct {
+		from fsnotify.Op
+		to   Op
+	}{{fsnotify.Create, Create}, {fsnotify.Write, Write}, {fsnotify.Remove, Remove},
+		{fsnotify.Rename, Rename}, {fsnotify.Chmod, Chmod}} {
+		if op.Has(m.from) {
+			o |= m.to
+		}
+	}
+	return o
+}
