@@ -70,7 +70,7 @@ type Dependencies struct {
 	Stat func(path string) (socket.ID, bool, error)
 }
 
-// New returns the Reconciler of cfg on deps.
+// New returns a Reconciler that applies cfg and drives deps.
 func New(cfg Config, deps Dependencies) Reconciler {
 	return newReconciler(cfg, deps)
 }
