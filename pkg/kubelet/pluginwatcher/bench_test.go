@@ -149,7 +149,7 @@ func runNodeplug(b *testing.B, ctx context.Context, dir string, h *benchHandler)
 	}
 	b.Cleanup(func() { cancel(); w.wait(); debugDump = func() string { return "" } })
 	debugDump = func() string {
-		return fmt.Sprintf("dsw=%v asw=%+v queue=%d parked=%d", w.dsw.Paths(), w.asw.byPathSnapshot(), w.queue.Len(), w.rec.throttle.parkedCount())
+		return fmt.Sprintf("dsw=%v asw=%+v queue=%d parked=%d", w.dsw.Paths(), w.asw.List(), w.queue.Len(), w.throttle.ParkedCount())
 	}
 }
 

@@ -63,8 +63,8 @@ func TestDRAHelperRegisters(t *testing.T) {
 			// Helper.RegistrationStatus is not synchronised upstream, so the
 			// helper's view is not polled; the watcher's is.
 			eventually(t, "DRA helper registered and notified", func() bool {
-				for _, i := range w.asw.byPathSnapshot() {
-					if i.key.name == "gpu.example.com" && i.registered && i.notified {
+				for _, i := range w.asw.List() {
+					if i.Key.Name == "gpu.example.com" && i.Registered && i.Notified {
 						return true
 					}
 				}

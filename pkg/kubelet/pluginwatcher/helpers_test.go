@@ -306,14 +306,3 @@ func fileExists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil
 }
-
-// byPathSnapshot copies the actual state for assertions.
-func (a *actualState) byPathSnapshot() []instance {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	out := make([]instance, 0, len(a.byPath))
-	for _, i := range a.byPath {
-		out = append(out, i)
-	}
-	return out
-}

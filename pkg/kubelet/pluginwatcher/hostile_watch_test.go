@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"k8s.io/component-base/metrics/testutil"
+
+	pwmetrics "github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/metrics"
+	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/slots"
 )
 
 // TestHostileSockets: for each hostile class (hostile_test.go), 200 such
@@ -21,7 +24,7 @@ func TestHostileSockets(t *testing.T) {
 			// An answer within RPCTimeout is accepted: the attempts fail
 			// on the type, not on GetInfo.
 			eventually(t, "slow answers reach the handler lookup", func() bool {
-				n, _ := testutil.GetCounterMetricValue(w.metrics.failures.WithLabelValues(unknownType, reasonNoHandler))
+				n, _ := testutil.GetCounterMetricValue(w.metrics.Failures.WithLabelValues(pwmetrics.UnknownType, pwmetrics.ReasonNoHandler))
 				return n >= 1
 			})
 		},
@@ -82,7 +85,7 @@ func hostileWithRestart(t *testing.T, class hostileClass) {
 	if s := good.waitStatus(t); !s.PluginRegistered {
 		t.Fatalf("well-behaved plugin not registered: %+v", s)
 	}
-	if inFlight, _, _ := w.slots.counts(); class.stalls && inFlight < hostileCount {
+	if inFlight, _, _ := w.slots.Counts(); class.stalls && inFlight < hostileCount {
 		t.Errorf("%d attempts in flight when the plugin registered, want the %d stalled hostile ones", inFlight, hostileCount)
 	}
 }
@@ -102,17 +105,17 @@ func hostilePresentBefore(t *testing.T, class hostileClass, check func(*testing.
 	w := startWatcher(t, dir, opts, testType, h)
 	waitHostileTried(t, w, class, hs)
 
-	waitsBefore, _ := testutil.GetCounterMetricValue(w.metrics.deferred.WithLabelValues(classNormal.String()))
+	waitsBefore, _ := testutil.GetCounterMetricValue(w.metrics.Deferred.WithLabelValues(slots.Normal.String()))
 	good := startPlugin(t, filepath.Join(dir, "good.sock"), pluginInfo(testType, "good"))
 	if s := good.waitStatus(t); !s.PluginRegistered {
 		t.Fatalf("well-behaved plugin not registered: %+v", s)
 	}
 	if class.stalls {
-		waits, _ := testutil.GetCounterMetricValue(w.metrics.deferred.WithLabelValues(classNormal.String()))
+		waits, _ := testutil.GetCounterMetricValue(w.metrics.Deferred.WithLabelValues(slots.Normal.String()))
 		if waits != waitsBefore {
 			t.Errorf("a normal attempt waited for a slot (%v -> %v) while only suspect sockets competed", waitsBefore, waits)
 		}
-		if suspectWaits, _ := testutil.GetCounterMetricValue(w.metrics.deferred.WithLabelValues(classSuspect.String())); suspectWaits == 0 {
+		if suspectWaits, _ := testutil.GetCounterMetricValue(w.metrics.Deferred.WithLabelValues(slots.Suspect.String())); suspectWaits == 0 {
 			t.Error("the suspect share never filled up: the test did not exercise the split")
 		}
 	}
@@ -128,12 +131,12 @@ func waitHostileTried(t *testing.T, w *watcher, class hostileClass, hs *hostileS
 	t.Helper()
 	eventually(t, "every hostile socket tried", func() bool {
 		if !class.stalls {
-			n, _ := testutil.GetCounterMetricValue(w.metrics.failures.WithLabelValues(unknownType, reasonGetInfo))
-			m, _ := testutil.GetCounterMetricValue(w.metrics.failures.WithLabelValues(unknownType, reasonDial))
+			n, _ := testutil.GetCounterMetricValue(w.metrics.Failures.WithLabelValues(pwmetrics.UnknownType, pwmetrics.ReasonGetInfo))
+			m, _ := testutil.GetCounterMetricValue(w.metrics.Failures.WithLabelValues(pwmetrics.UnknownType, pwmetrics.ReasonDial))
 			return n+m >= hostileCount
 		}
 		for _, p := range hs.paths {
-			if c, _ := w.rec.class(p); c != classSuspect {
+			if c, _ := w.rec.Class(p); c != slots.Suspect {
 				return false
 			}
 		}

@@ -8,23 +8,25 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/metrics"
+
+	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/reconciler"
+	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/report"
 )
 
 // Defaults for Options. They are part of the wire contract (README.md).
 const (
-	DefaultDialTimeout    = 1 * time.Second
-	DefaultRPCTimeout     = 5 * time.Second
-	DefaultRetryBase      = 10 * time.Millisecond
-	DefaultRetryMax       = 2 * time.Minute
-	DefaultStaleAttempts  = 5
-	DefaultStaleGrace     = 1 * time.Second
-	DefaultThrottleRate   = 1.0
-	DefaultThrottleBurst  = 5
-	DefaultMaxInFlight    = 1024
-	DefaultSuspectAfter   = 1 * time.Second
-	DefaultLogInterval    = 10 * time.Second
-	DefaultLogBudget      = 10
-	defaultDirPermissions = 0o750
+	DefaultDialTimeout   = 1 * time.Second
+	DefaultRPCTimeout    = 5 * time.Second
+	DefaultRetryBase     = 10 * time.Millisecond
+	DefaultRetryMax      = 2 * time.Minute
+	DefaultStaleAttempts = 5
+	DefaultStaleGrace    = 1 * time.Second
+	DefaultThrottleRate  = 1.0
+	DefaultThrottleBurst = 5
+	DefaultMaxInFlight   = 1024
+	DefaultSuspectAfter  = 1 * time.Second
+	DefaultLogInterval   = 10 * time.Second
+	DefaultLogBudget     = 10
 )
 
 // Options configures a Watcher. The zero value of every field selects the
@@ -134,4 +136,24 @@ func (o Options) validate() error {
 		errs = append(errs, errors.New("suspect-after must be positive and at most the RPC timeout"))
 	}
 	return errors.Join(errs...)
+}
+
+// reconcilerConfig is the part of o the reconciler applies.
+func (o Options) reconcilerConfig() reconciler.Config {
+	return reconciler.Config{
+		RetryBase:           o.RetryBase,
+		RetryMax:            o.RetryMax,
+		StaleAttempts:       o.StaleAttempts,
+		StaleGrace:          o.StaleGrace,
+		SuspectAfter:        o.SuspectAfter,
+		IdentityPolicy:      o.IdentityPolicy,
+		PluginClientTimeout: o.PluginClientTimeout,
+		ThrottleRate:        o.ThrottleRate,
+		ThrottleBurst:       o.ThrottleBurst,
+	}
+}
+
+// reportConfig is the part of o the reporter applies.
+func (o Options) reportConfig() report.Config {
+	return report.Config{Interval: o.LogInterval, Budget: o.LogBudget, Recorder: o.Recorder, NodeRef: o.NodeRef}
 }

@@ -103,7 +103,7 @@ func TestFlood(t *testing.T) {
 	if n := h.count("register", "flood"); n > allowed {
 		t.Errorf("flooding plugin registered %d times, token bucket allows %d", n, allowed)
 	}
-	if n, _ := testutil.GetCounterMetricValue(w.metrics.throttled); n < 100 {
+	if n, _ := testutil.GetCounterMetricValue(w.metrics.Throttled); n < 100 {
 		t.Errorf("throttled_total = %v, want most of the 200 sockets", n)
 	}
 }
@@ -128,16 +128,16 @@ func TestUnwatchableSubdirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.AddHandler(testType, newRecordingHandler(t))
-	w.fs.addWatch = func(d string) error {
+	w.fs.InterceptAddWatch(func(d string, add func(string) error) error {
 		if d == victim {
 			_ = os.RemoveAll(victim) // removed during the walk
 		}
-		return w.fs.fsn.Add(d)
-	}
+		return add(d)
+	})
 	startStarted(t, w)
 	c.waitStatus(t)
 	e.waitStatus(t)
-	if n, _ := testutil.GetCounterMetricValue(w.metrics.watchErrors); n < 1 {
+	if n, _ := testutil.GetCounterMetricValue(w.metrics.WatchErrors); n < 1 {
 		t.Errorf("watch_errors_total = %v, want >= 1", n)
 	}
 }

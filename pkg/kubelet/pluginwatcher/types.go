@@ -7,6 +7,10 @@ import (
 	"time"
 
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
+
+	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/cache"
+	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/report"
+	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/socket"
 )
 
 // Plugin types understood by the kubelet. The values are the wire strings a
@@ -23,59 +27,14 @@ const (
 const NodeplugTypePrefix = "nodeplug.io/"
 
 // Handler validates, registers and de-registers the plugins of one type.
-//
-// Its method set is identical to upstream's
-// k8s.io/kubernetes/pkg/kubelet/pluginmanager/cache.PluginHandler, so every
-// upstream handler (CSI, device manager, DRA) can be passed to AddHandler
-// unchanged.
-//
-// The watcher calls a handler strictly sequentially per plugin type and name:
-// no two calls for the same (type, name) overlap. Calls for different names
-// may run concurrently.
-//
-// Version negotiation belongs to the handler: ValidatePlugin receives the
-// plugin's supported_versions and returns an error naming the reason when
-// none is acceptable. NegotiateVersion is a helper for nodeplug's own types.
-type Handler interface {
-	// ValidatePlugin returns an error if the plugin's information is
-	// unacceptable (unsupported versions, bad name, ...). The error text is
-	// sent to the plugin in RegistrationStatus.error.
-	ValidatePlugin(ctx context.Context, pluginName string, endpoint string, versions []string) error
-	// RegisterPlugin makes the plugin available to its consumer. An error is
-	// reported to the plugin and the registration is retried with backoff.
-	RegisterPlugin(ctx context.Context, pluginName, endpoint string, versions []string, pluginClientTimeout *time.Duration) error
-	// DeRegisterPlugin is called when the registered socket of this plugin
-	// name goes away or is superseded by a newer socket. It is only ever
-	// called with the endpoint that was last registered successfully.
-	DeRegisterPlugin(ctx context.Context, pluginName, endpoint string)
-}
+// See cache.Handler; its method set is that of upstream's
+// pluginmanager/cache.PluginHandler.
+type Handler = cache.Handler
 
-// ReplacementValidator is an optional interface of a Handler whose
-// ValidatePlugin refuses a plugin name that is already registered, as
-// upstream's CSI handler does unless the new socket offers a higher
-// version.
-//
-// When a newer socket of a registered plugin appears, the watcher checks it
-// before it touches the registered one, so that a bad upgrade never takes
-// down the working instance:
-//
-//  1. ValidateReplacement (or, for a handler without it, ValidatePlugin) on
-//     the new socket while the old one is still registered. An error fails
-//     the new socket's attempt: it is told why and retried with backoff,
-//     and the old one stays registered throughout.
-//  2. DeRegisterPlugin of the old socket.
-//  3. ValidatePlugin, then RegisterPlugin, of the new socket. If either
-//     fails, the old socket (if still live) registers again.
-//
-// ValidateReplacement must check everything ValidatePlugin checks except
-// that the name is taken. A handler that refuses duplicates in
-// ValidatePlugin and lacks this method never has a live registered socket
-// replaced by another path: the newer socket waits until the old one goes.
-// A socket replaced in place (same path, new inode) is not a replacement in
-// this sense: its old generation is gone and is de-registered first.
-type ReplacementValidator interface {
-	ValidateReplacement(ctx context.Context, pluginName string, endpoint string, versions []string) error
-}
+// ReplacementValidator is an optional interface of a Handler that refuses
+// a plugin name that is already registered; see cache.ReplacementValidator
+// for when the watcher calls it.
+type ReplacementValidator = cache.ReplacementValidator
 
 // Watcher discovers plugin sockets in one directory tree and drives their
 // registration with the handler that owns their type.
@@ -92,14 +51,41 @@ type Watcher interface {
 
 // IdentityPolicy says what happens when the socket file name does not carry
 // the plugin name returned by GetInfo.
-type IdentityPolicy string
+type IdentityPolicy = socket.IdentityPolicy
 
 const (
 	// IdentityReject refuses the registration and reports the reason to the
 	// plugin. The socket is not retried until it is replaced.
-	IdentityReject IdentityPolicy = "Reject"
+	IdentityReject = socket.IdentityReject
 	// IdentityWarn registers the plugin anyway and logs a warning.
-	IdentityWarn IdentityPolicy = "Warn"
+	IdentityWarn = socket.IdentityWarn
+)
+
+// SocketSuffix is the conventional extension of a registration socket.
+const SocketSuffix = socket.Suffix
+
+// EscapeName turns a plugin name into the form used in socket file names:
+// every "/" becomes "_".
+func EscapeName(pluginName string) string {
+	return socket.EscapeName(pluginName)
+}
+
+// SocketCarriesName reports whether the socket at rel (its path relative to
+// the watched directory, "/"-separated) carries pluginName; see
+// socket.CarriesName for the convention.
+func SocketCarriesName(rel, pluginName string) bool {
+	return socket.CarriesName(rel, pluginName)
+}
+
+// Event reasons posted on the Node when Options.Recorder is set.
+const (
+	EventPluginRegistered     = report.EventPluginRegistered
+	EventPluginDeregistered   = report.EventPluginDeregistered
+	EventPluginRejected       = report.EventPluginRejected
+	EventPluginFailed         = report.EventPluginFailed
+	EventPluginThrottled      = report.EventPluginThrottled
+	EventStaleSocketRemoved   = report.EventStaleSocketRemoved
+	EventPluginDirUnwatchable = report.EventPluginDirUnwatchable
 )
 
 var pluginTypeRE = regexp.MustCompile(`^([A-Z][A-Za-z0-9]*Plugin|nodeplug\.io/[A-Z][A-Za-z0-9]*)$`)

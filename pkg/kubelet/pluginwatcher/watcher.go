@@ -6,16 +6,24 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
-	"time"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/cache"
+	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/executor"
+	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/metrics"
+	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/reconciler"
+	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/report"
+	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/slots"
+	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/throttle"
+	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/watch"
 )
 
 // watcher wires the stages together:
 //
-//	fsWatcher (watch) -> desiredState -> reconciler (+ actualState) -> executor
+//	watch -> cache (desired state) -> reconciler (+ cache's actual state) -> executor
 //
 // The fs watcher only records which sockets exist and queues their paths;
 // a dispatcher takes paths from a per-socket work queue and starts one
@@ -32,15 +40,16 @@ type watcher struct {
 	handlers map[string]Handler
 	started  bool
 
-	dsw     *desiredState
-	asw     *actualState
-	queue   workqueue.TypedDelayingInterface[string]
-	fs      *fsWatcher
-	rec     *reconciler
-	slots   *slots
-	rep     *reporter
-	metrics *watcherMetrics
-	wg      sync.WaitGroup
+	dsw      cache.DesiredStateOfWorld
+	asw      cache.ActualStateOfWorld
+	queue    workqueue.TypedDelayingInterface[string]
+	fs       *watch.FSWatcher
+	rec      reconciler.Reconciler
+	throttle *throttle.Buckets
+	slots    *slots.Slots
+	rep      *report.RateLimited
+	metrics  *metrics.Metrics
+	wg       sync.WaitGroup
 }
 
 var _ Watcher = &watcher{}
@@ -62,32 +71,28 @@ func newWatcher(dir string, opts Options) (*watcher, error) {
 		dir:      filepath.Clean(dir),
 		opts:     opts,
 		handlers: map[string]Handler{},
-		dsw:      newDesiredState(),
-		asw:      newActualState(),
-		rep:      newReporter(opts),
-		metrics:  newWatcherMetrics(),
+		dsw:      cache.NewDesiredStateOfWorld(nil),
+		asw:      cache.NewActualStateOfWorld(),
+		rep:      report.New(opts.reportConfig()),
+		metrics:  metrics.New(),
 	}
 	w.queue = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{})
-	w.fs = newFSWatcher(w.dir, w.dsw, w.queue.Add, w.rep, w.metrics)
-	w.rec = &reconciler{
-		opts:     opts,
-		dsw:      w.dsw,
-		asw:      w.asw,
-		exec:     newExecutor(opts),
-		throttle: newThrottler(opts.ThrottleRate, opts.ThrottleBurst, w.queue.Add),
-		gate:     newKeyGate(w.queue.Add),
-		retries:  newRetries(opts.RetryBase, opts.RetryMax),
-		rep:      w.rep,
-		metrics:  w.metrics,
-		handler:  w.handler,
-		enqueue:  w.queue.Add,
-		now:      time.Now,
-		stat:     lstatSocket,
-	}
-	w.rec.monitors = newMonitors(w.rec.connectionDropped)
-	w.slots = newSlots(opts.MaxInFlight, opts.SuspectInFlight, w.queue.Add)
-	w.slots.observe = w.metrics.observeInFlight
-	w.slots.waited = w.metrics.observeWait
+	w.fs = watch.New(w.dir, w.dsw, w.queue.Add, w.rep, w.metrics)
+	w.throttle = throttle.New(opts.ThrottleRate, opts.ThrottleBurst, w.queue.Add, nil)
+	w.rec = reconciler.New(opts.reconcilerConfig(), reconciler.Dependencies{
+		DesiredState: w.dsw,
+		ActualState:  w.asw,
+		Executor:     executor.New(opts.DialTimeout, opts.RPCTimeout),
+		// The monitor reports drops only once attempts run, after w.rec
+		// is set.
+		Monitor:  executor.NewMonitor(func(path string) { w.rec.ConnectionDropped(path) }),
+		Throttle: w.throttle,
+		Reporter: w.rep,
+		Metrics:  w.metrics,
+		Handler:  w.handler,
+		Enqueue:  w.queue.Add,
+	})
+	w.slots = slots.New(opts.MaxInFlight, opts.SuspectInFlight, w.queue.Add, w.metrics)
 	return w, nil
 }
 
@@ -121,19 +126,19 @@ func (w *watcher) Start(ctx context.Context) error {
 
 	logger := klog.FromContext(ctx).WithName("pluginwatcher").WithValues("dir", w.dir)
 	ctx = klog.NewContext(ctx, logger)
-	w.rep.setLogger(logger)
-	w.metrics.register(w.opts.MetricsRegistry)
-	if err := w.fs.start(ctx); err != nil {
+	w.rep.SetLogger(logger)
+	w.metrics.Register(w.opts.MetricsRegistry)
+	if err := w.fs.Start(ctx); err != nil {
 		w.queue.ShutDown()
 		return err
 	}
 	w.wg.Add(3)
-	go func() { defer w.wg.Done(); w.rep.run(ctx) }()
-	go func() { defer w.wg.Done(); w.fs.run(ctx) }()
+	go func() { defer w.wg.Done(); w.rep.Run(ctx) }()
+	go func() { defer w.wg.Done(); w.fs.Run(ctx) }()
 	go func() { defer w.wg.Done(); w.dispatch(ctx) }()
 	go func() {
 		<-ctx.Done()
-		w.rec.throttle.stop()
+		w.throttle.Stop()
 		w.queue.ShutDown()
 	}()
 	logger.Info("Plugin watcher started", "maxInFlight", w.opts.MaxInFlight, "suspectInFlight", w.opts.SuspectInFlight,
@@ -151,8 +156,8 @@ func (w *watcher) dispatch(ctx context.Context) {
 		if quit {
 			return
 		}
-		class, gen := w.rec.class(path)
-		if ctx.Err() != nil || !w.slots.acquire(path, class) {
+		class, gen := w.rec.Class(path)
+		if ctx.Err() != nil || !w.slots.Acquire(path, class) {
 			w.queue.Done(path)
 			continue
 		}
@@ -163,13 +168,13 @@ func (w *watcher) dispatch(ctx context.Context) {
 
 // process runs one attempt for path in the slot dispatch acquired.
 func (w *watcher) process(ctx context.Context, path string, gen uint64) {
-	defer w.slots.release(path)
+	defer w.slots.Release(path)
 	defer w.queue.Done(path)
 	defer utilruntime.HandleCrashWithContext(ctx)
 	if ctx.Err() != nil {
 		return
 	}
-	if delay := w.rec.attempt(ctx, path, gen); delay > 0 {
+	if delay := w.rec.Attempt(ctx, path, gen); delay > 0 {
 		w.queue.AddAfter(path, delay)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"k8s.io/component-base/metrics/testutil"
+
+	pwmetrics "github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/metrics"
 )
 
 const testType = "TestPlugin"
@@ -27,13 +29,13 @@ func TestRegisterThenUnregister(t *testing.T) {
 	if ep, ok := h.current("alpha"); !ok || ep != path {
 		t.Fatalf("handler endpoint = %q, %v; want %q (socket path default)", ep, ok, path)
 	}
-	if n, _ := testutil.GetCounterMetricValue(w.metrics.registrations.WithLabelValues(testType)); n != 1 {
+	if n, _ := testutil.GetCounterMetricValue(w.metrics.Registrations.WithLabelValues(testType)); n != 1 {
 		t.Errorf("registrations_total = %v, want 1", n)
 	}
-	if n, _ := testutil.GetHistogramMetricCount(w.metrics.latency.WithLabelValues(testType)); n != 1 {
+	if n, _ := testutil.GetHistogramMetricCount(w.metrics.Latency.WithLabelValues(testType)); n != 1 {
 		t.Errorf("registration_duration_seconds count = %v, want 1", n)
 	}
-	if n, _ := testutil.GetGaugeMetricValue(w.metrics.registered.WithLabelValues(testType)); n != 1 {
+	if n, _ := testutil.GetGaugeMetricValue(w.metrics.Registered.WithLabelValues(testType)); n != 1 {
 		t.Errorf("registered_plugins = %v, want 1", n)
 	}
 
@@ -151,7 +153,7 @@ func TestStaleSocketRemoved(t *testing.T) {
 	p.kill()
 	eventually(t, "stale socket removed", func() bool { return !fileExists(p.path) })
 	eventually(t, "stale plugin de-registered", func() bool { return h.count("deregister", "theta") == 1 })
-	if n, _ := testutil.GetCounterMetricValue(w.metrics.staleRemoved); n != 1 {
+	if n, _ := testutil.GetCounterMetricValue(w.metrics.StaleRemoved); n != 1 {
 		t.Errorf("stale_sockets_removed_total = %v, want 1", n)
 	}
 }
@@ -241,7 +243,7 @@ func TestNonGRPCSocket(t *testing.T) {
 	if !fileExists(path) {
 		t.Fatal("non-gRPC socket was removed")
 	}
-	if n, _ := testutil.GetCounterMetricValue(w.metrics.failures.WithLabelValues(unknownType, reasonGetInfo)); n < 1 {
+	if n, _ := testutil.GetCounterMetricValue(w.metrics.Failures.WithLabelValues(pwmetrics.UnknownType, pwmetrics.ReasonGetInfo)); n < 1 {
 		t.Errorf("get_info failures = %v, want >= 1", n)
 	}
 }
@@ -289,7 +291,7 @@ func TestNameMismatch(t *testing.T) {
 				if !strings.Contains(s.Error, "does not carry plugin name") {
 					t.Errorf("rejection reason %q does not explain the mismatch", s.Error)
 				}
-				n, _ := testutil.GetCounterMetricValue(w.metrics.failures.WithLabelValues(testType, reasonIdentity))
+				n, _ := testutil.GetCounterMetricValue(w.metrics.Failures.WithLabelValues(testType, pwmetrics.ReasonIdentity))
 				if n != 1 {
 					t.Errorf("identity failures = %v, want 1 (no retry of a rejected socket)", n)
 				}

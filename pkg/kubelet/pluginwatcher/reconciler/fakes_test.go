@@ -1,0 +1,87 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// always, as a number of failures, means every call fails.
+const always = -1
+
+// consume reports whether a call fails with *left failures to go, and
+// counts it.
+func consume(left *int) bool {
+	if *left > 0 {
+		*left--
+		return true
+	}
+	return *left < 0
+}
+
+// scriptedHandler logs its calls, fails those it is told to, and checks
+// that DeRegisterPlugin is only called for the registered endpoint and
+// RegisterPlugin only when no other endpoint of the name is registered.
+type scriptedHandler struct {
+	t      *testing.T
+	record func(format string, args ...any)
+	// fail counts the failures left per "<op> <label>" (negative: always).
+	fail map[string]int
+	// refuseDuplicates makes ValidatePlugin refuse a name registered at
+	// another endpoint, as upstream's CSI handler does.
+	refuseDuplicates bool
+	registered       map[string]string // plugin name -> endpoint
+}
+
+func newScriptedHandler(refuseDuplicates bool) *scriptedHandler {
+	return &scriptedHandler{fail: map[string]int{}, refuseDuplicates: refuseDuplicates, registered: map[string]string{}}
+}
+
+func (h *scriptedHandler) call(op, endpoint string) error {
+	c := op + " " + labelOf(endpoint)
+	h.record("%s", c)
+	if n := h.fail[c]; consume(&n) {
+		h.fail[c] = n
+		return fmt.Errorf("%s refused", c)
+	}
+	return nil
+}
+
+func (h *scriptedHandler) ValidatePlugin(_ context.Context, name, endpoint string, _ []string) error {
+	if err := h.call("validate", endpoint); err != nil {
+		return err
+	}
+	if cur, ok := h.registered[name]; ok && h.refuseDuplicates && cur != endpoint {
+		return fmt.Errorf("plugin %s is already registered at %s", name, cur)
+	}
+	return nil
+}
+
+func (h *scriptedHandler) RegisterPlugin(_ context.Context, name, endpoint string, _ []string, _ *time.Duration) error {
+	if cur, ok := h.registered[name]; ok {
+		h.t.Errorf("RegisterPlugin(%s, %s) while %s is registered", name, endpoint, cur)
+	}
+	if err := h.call("register", endpoint); err != nil {
+		return err
+	}
+	h.registered[name] = endpoint
+	return nil
+}
+
+func (h *scriptedHandler) DeRegisterPlugin(_ context.Context, name, endpoint string) {
+	_ = h.call("deregister", endpoint)
+	if cur := h.registered[name]; cur != endpoint {
+		h.t.Errorf("DeRegisterPlugin(%s, %s), but %q is registered", name, endpoint, cur)
+	}
+	delete(h.registered, name)
+}
+
+// scriptedReplacer adds ReplacementValidator to a scriptedHandler.
+type scriptedReplacer struct {
+	*scriptedHandler
+}
+
+func (h scriptedReplacer) ValidateReplacement(_ context.Context, _, endpoint string, _ []string) error {
+	return h.call("validateReplacement", endpoint)
+}
