@@ -5,15 +5,13 @@ import (
 	"fmt"
 
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/klog/v2"
 	upstream "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	"k8s.io/kubernetes/cmd/kube-controller-manager/names"
 	"k8s.io/kubernetes/pkg/controller/volume/attachdetach"
 	"k8s.io/kubernetes/pkg/controller/volume/selinuxwarning"
 	"k8s.io/kubernetes/pkg/volume"
-
-	"github.com/nodeplug/nodeplug/pkg/controller/podreplay"
-	"github.com/nodeplug/nodeplug/pkg/flexvolume/driver"
 )
 
 // ProberFactory returns the dynamic plugin prober one controller uses.
@@ -21,29 +19,17 @@ import (
 // a separate view per consumer, because a prober's events are consumed.
 type ProberFactory func(ctx context.Context, consumer string, cc upstream.ControllerContext) (volume.DynamicPluginProber, error)
 
-// VolumeHooks is what nodeplug changes in the volume controllers.
+// VolumeHooks is what nodeplug changes in the volume controllers; the
+// designs switched on fill it in (NodeplugOptions.VolumeHooks).
 type VolumeHooks struct {
 	// Prober builds the flexvolume prober of the attach/detach and
 	// SELinux-warning controllers. Nil means upstream's.
 	Prober ProberFactory
-	// flex is nodeplug's prober set behind Prober, if any: when one of its
-	// drivers becomes ready, the attach/detach controller is handed the
-	// pods that use it again.
-	flex *flexProbers
-}
-
-// newVolumeHooks turns the nodeplug options into hooks.
-func newVolumeHooks(np *NodeplugOptions) *VolumeHooks {
-	h := &VolumeHooks{}
-	var mp *mountPods
-	if np.MountNamespace != "" {
-		mp = newMountPods(np.MountNamespace, np.MountPodDriverDir)
-	}
-	if np.FlexVolumeDiscovery || mp != nil {
-		h.flex = &flexProbers{mp: mp, calls: driver.Config{CallTimeout: np.FlexCallTimeout, InitTimeout: np.FlexInitTimeout}}
-		h.Prober = h.flex.factory()
-	}
-	return h
+	// AttachDetachPods, if set, is given the attach/detach controller's pod
+	// informer after its prober is built, and returns the informer the
+	// controller gets. nodeplug's flexvolume discovery wraps it to hand the
+	// controller the pods of a driver again when the driver becomes ready.
+	AttachDetachPods func(ctx context.Context, cc upstream.ControllerContext, pods coreinformers.PodInformer) coreinformers.PodInformer
 }
 
 func (h *VolumeHooks) prober(ctx context.Context, consumer string, cc upstream.ControllerContext) (volume.DynamicPluginProber, error) {
@@ -108,24 +94,18 @@ func (h *VolumeHooks) newAttachDetach(ctx context.Context, cc upstream.Controlle
 	}
 	informers := cc.InformerFactory
 	adc := cc.ComponentConfig.AttachDetachController
-	pods := podreplay.New(informers.Core().V1().Pods())
+	var pods coreinformers.PodInformer = informers.Core().V1().Pods()
+	if h.AttachDetachPods != nil {
+		pods = h.AttachDetachPods(ctx, cc, pods)
+	}
 	ctrl, err := attachdetach.NewAttachDetachController(ctx, client,
-		pods.PodInformer(), informers.Core().V1().Nodes(),
+		pods, informers.Core().V1().Nodes(),
 		informers.Core().V1().PersistentVolumeClaims(), informers.Core().V1().PersistentVolumes(),
 		informers.Storage().V1().CSINodes(), informers.Storage().V1().CSIDrivers(), informers.Storage().V1().VolumeAttachments(),
 		plugins, prober, adc.DisableAttachDetachReconcilerSync, adc.ReconcilerSyncLoopPeriod.Duration,
 		adc.DisableForceDetachOnTimeout, attachdetach.DefaultTimerConfig)
 	if err != nil {
 		return nil, fmt.Errorf("creating the attach/detach controller: %w", err)
-	}
-	if h.flex != nil {
-		// Without this, a pod created just before its driver loaded waits
-		// for the controller's periodic pod re-list (3 minutes).
-		pvcs, pvs := informers.Core().V1().PersistentVolumeClaims().Lister(), informers.Core().V1().PersistentVolumes().Lister()
-		h.flex.watchReady(ctx, func(ctx context.Context, drivers []string) {
-			n := pods.Replay(ctx, podreplay.UsesFlexDrivers(drivers, pvcs, pvs))
-			klog.FromContext(ctx).V(2).Info("Flexvolume drivers ready; pods handed to the attach/detach controller again", "drivers", drivers, "pods", n)
-		})
 	}
 	return namedController{name: name, run: ctrl.Run}, nil
 }

@@ -1,10 +1,14 @@
+//go:build !nodeplug_no_flexdiscovery || !nodeplug_no_mountpods
+
 package app
 
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -21,37 +25,78 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/volume/flexadapter"
 )
 
-// useFlexVolumeDiscovery replaces upstream's flexvolume prober with
-// nodeplug's on --volume-plugin-dir (--experimental-flexvolume-discovery,
-// and --experimental-mount-namespace, which needs it). Drivers run through
-// groupexec, so that a timed-out driver's whole process group is killed;
-// with mount pods (mp not nil) through the router, which runs a driver in
-// the pod that serves it, and a second prober loads the drivers that only
-// pods have. A driver is "in use" while a pod volume or device mount of it
-// exists under --root-dir. Problems become Node events once the kubelet's
-// recorder exists.
-func useFlexVolumeDiscovery(ctx context.Context, s *options.KubeletServer, deps *kubelet.Dependencies, node *v1.ObjectReference, mp *mountPods,
-	calls driver.Config) error {
+// flexDrivers is nodeplug's flexvolume prober on --volume-plugin-dir. Two
+// designs use it: flexdiscovery (--experimental-flexvolume-discovery) and
+// mountpods (--experimental-mount-namespace), whose flex drivers run in
+// mount pods through it. It is compiled in when either design is, with the
+// flags that bound driver calls, and started when either is switched on;
+// it has no design name of its own.
+type flexDrivers struct {
+	// calls bounds the driver calls (--experimental-flex-*-timeout).
+	calls driver.Config
+	// users report whether the designs that use the prober are on.
+	users []func() bool
+	// pods is set by mount pods before the prober starts.
+	pods *podDrivers
+}
+
+// podDrivers is what mount pods give flexvolume discovery: the runner
+// that runs each driver in the pod that serves it, and the directory of
+// the drivers that only pods have, whose source loaded is given.
+type podDrivers struct {
+	runner utilexec.Interface
+	dir    string
+	loaded func(*flexadapter.Source)
+}
+
+func newFlexDrivers() *flexDrivers {
+	return &flexDrivers{calls: driver.Config{InitTimeout: driver.DefaultInitTimeout}}
+}
+
+// usedBy adds a design that starts the prober when enabled reports true.
+func (f *flexDrivers) usedBy(enabled func() bool) { f.users = append(f.users, enabled) }
+
+// design returns the prober's part of the kubelet: the timeout flags, and
+// its start after the designs that use it have set it up.
+func (f *flexDrivers) design() *design {
+	return &design{
+		addFlags: func(fs *pflag.FlagSet) { driver.AddTimeoutFlags(fs, &f.calls.CallTimeout, &f.calls.InitTimeout) },
+		validate: func(string) []error { return driver.ValidateTimeouts(f.calls.CallTimeout, f.calls.InitTimeout) },
+		enabled: func() bool {
+			return slices.ContainsFunc(f.users, func(on func() bool) bool { return on() })
+		},
+		customize: f.start,
+	}
+}
+
+// start replaces upstream's flexvolume prober with nodeplug's on
+// --volume-plugin-dir. Drivers run through groupexec, so that a timed-out
+// driver's whole process group is killed; with mount pods (f.pods set)
+// through the router, which runs a driver in the pod that serves it, and a
+// second prober loads the drivers that only pods have. A driver is "in use"
+// while a pod volume or device mount of it exists under --root-dir.
+// Problems become Node events once the kubelet's recorder exists.
+func (f *flexDrivers) start(ctx context.Context, s *options.KubeletServer, deps *kubelet.Dependencies, node *v1.ObjectReference) error {
 	runner := utilexec.Interface(groupexec.New())
 	dirs := []string{s.VolumePluginDir}
-	if mp != nil {
-		runner = mp.router.ForFlexDrivers(mp.driverDir)
-		dirs = append(dirs, mp.driverDir)
+	if f.pods != nil {
+		runner = f.pods.runner
+		dirs = append(dirs, f.pods.dir)
 	}
 	var probers []*flexadapter.Source
 	var views []volume.DynamicPluginProber
 	for _, dir := range dirs {
 		p, err := flexadapter.NewSource(ctx, dir, runner, flexadapter.Options{Options: prober.Options{
 			InUse:  prober.NewKubeletInUseChecker(s.RootDirectory),
-			Driver: calls,
+			Driver: f.calls,
 		}})
 		if err != nil {
 			return fmt.Errorf("flexvolume discovery on %s: %w", dir, err)
 		}
 		probers = append(probers, p)
 		views = append(views, p.NewConsumerView())
-		if mp != nil && dir == mp.driverDir {
-			mp.podProber = p
+		if f.pods != nil && dir == f.pods.dir {
+			f.pods.loaded(p)
 		}
 	}
 	deps.DynamicPluginProber = flexadapter.NewMultiView(views...)
