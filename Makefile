@@ -43,7 +43,7 @@ test-e2e-upstream: ## Upstream's e2e storage specs (local volumes) on a 3-node l
 	hack/e2e-upstream.sh $(E2E_UPSTREAM_FLAGS)
 
 .PHONY: verify
-verify: ## gofmt, go vet, golangci-lint, the go.mod pin, no build outputs or big files in git, the Helm chart's copies, shell syntax.
+verify: ## gofmt, go vet, the no-design build's flags against upstream's and every design subset compiling, golangci-lint, the go.mod pin, no build outputs or big files in git, the Helm chart's copies, shell syntax.
 	hack/verify.sh
 
 .PHONY: lint
