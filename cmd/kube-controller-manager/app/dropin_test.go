@@ -37,7 +37,7 @@ func TestDropInFlagSet(t *testing.T) {
 			t.Errorf("flag --%s differs from upstream's", f.Name)
 		}
 	})
-	compiled := NewNodeplugOptions().Designs()
+	compiled := NewNodeplugOptions().Names()
 	if noDesignsBuild && len(compiled) > 0 {
 		t.Errorf("built with every nodeplug_no_* tag, but designs %v are compiled in", compiled)
 	}
@@ -69,7 +69,7 @@ func TestDropInFlagSet(t *testing.T) {
 // designs compiled in.
 func TestDesignFlags(t *testing.T) {
 	cmd := NewControllerManagerCommand()
-	compiled := NewNodeplugOptions().Designs()
+	compiled := NewNodeplugOptions().Names()
 	for _, name := range []string{"flexdiscovery", "mountpods"} {
 		t.Run(name, func(t *testing.T) {
 			in := slices.Contains(compiled, name)

@@ -5,7 +5,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/spf13/pflag"
@@ -16,6 +15,7 @@ import (
 	utilexec "k8s.io/utils/exec"
 
 	"github.com/nodeplug/nodeplug/pkg/controller/podreplay"
+	"github.com/nodeplug/nodeplug/pkg/designs"
 	"github.com/nodeplug/nodeplug/pkg/flexvolume/driver"
 	"github.com/nodeplug/nodeplug/pkg/flexvolume/prober"
 	"github.com/nodeplug/nodeplug/pkg/util/groupexec"
@@ -31,8 +31,8 @@ import (
 type flexDrivers struct {
 	// calls bounds the driver calls (--experimental-flex-*-timeout).
 	calls driver.Config
-	// users report whether the designs that use the probers are on.
-	users []func() bool
+	// users say whether the designs that use the probers are on.
+	users designs.Switches
 	// pods is set by mount pods' hook, which runs before this part's.
 	pods podDrivers
 }
@@ -45,20 +45,14 @@ func newFlexDrivers() *flexDrivers {
 	return &flexDrivers{calls: driver.Config{InitTimeout: driver.DefaultInitTimeout}}
 }
 
-// usedBy adds a design that switches the probers on when enabled reports
-// true.
-func (f *flexDrivers) usedBy(enabled func() bool) { f.users = append(f.users, enabled) }
-
 // design returns the probers' part of the controller-manager: the timeout
 // flags, and the volume controllers' hooks.
 func (f *flexDrivers) design() *design {
 	return &design{
-		addFlags: func(fs *pflag.FlagSet) { driver.AddTimeoutFlags(fs, &f.calls.CallTimeout, &f.calls.InitTimeout) },
-		validate: func(string) []error { return driver.ValidateTimeouts(f.calls.CallTimeout, f.calls.InitTimeout) },
-		enabled: func() bool {
-			return slices.ContainsFunc(f.users, func(on func() bool) bool { return on() })
-		},
-		hook: func(h *VolumeHooks) {
+		AddFlags: func(fs *pflag.FlagSet) { driver.AddTimeoutFlags(fs, &f.calls.CallTimeout, &f.calls.InitTimeout) },
+		Validate: func(string) []error { return driver.ValidateTimeouts(f.calls.CallTimeout, f.calls.InitTimeout) },
+		Enabled:  f.users.Any,
+		Start: func(h *VolumeHooks) {
 			p := &flexProbers{pods: f.pods, calls: f.calls}
 			h.Prober = p.factory()
 			h.AttachDetachPods = p.replayWhenReady

@@ -48,9 +48,9 @@ type mountPodOptions struct {
 func newMountPods(flex *flexDrivers) *design {
 	o := &mountPodOptions{driverDir: flexdrivers.DefaultControllerManagerDir}
 	on := func() bool { return o.namespace != "" }
-	flex.usedBy(on)
-	return &design{name: "mountpods", addFlags: o.AddFlags, validate: o.Validate, enabled: on,
-		hook: func(*VolumeHooks) { flex.pods = (&mountPods{namespace: o.namespace, driverDir: o.driverDir}).start }}
+	flex.users.Add(on)
+	return &design{Name: "mountpods", AddFlags: o.AddFlags, Validate: o.Validate, Enabled: on,
+		Start: func(*VolumeHooks) { flex.pods = (&mountPods{namespace: o.namespace, driverDir: o.driverDir}).start }}
 }
 
 // AddFlags registers the mount pods' flags on fs.

@@ -73,7 +73,7 @@ upstream's controllers, with nodeplug's experimental storage features available 
 
 func run(cmd *cobra.Command, s *options.KubeControllerManagerOptions, np *NodeplugOptions) error {
 	if v := cmd.Flags().Lookup("version"); v != nil && v.Value.String() != "false" {
-		fmt.Fprintf(cmd.OutOrStdout(), "%s\n%s\n", version.String(), np.DesignsLine())
+		fmt.Fprintf(cmd.OutOrStdout(), "%s\n%s\n", version.String(), np.VersionLine())
 		return nil
 	}
 	verflag.PrintAndExitIfRequested()

@@ -42,7 +42,7 @@ func TestNodeplugOptionsValidate(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			o := NewNodeplugOptions()
-			if tc.needs != "" && !slices.Contains(o.Designs(), tc.needs) {
+			if tc.needs != "" && !slices.Contains(o.Names(), tc.needs) {
 				t.Skipf("design %s is not compiled in", tc.needs)
 			}
 			if err := parse(o, tc.args); err != nil {
@@ -73,7 +73,7 @@ func TestVolumeHooks(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			o := NewNodeplugOptions()
-			if tc.needs != "" && !slices.Contains(o.Designs(), tc.needs) {
+			if tc.needs != "" && !slices.Contains(o.Names(), tc.needs) {
 				t.Skipf("design %s is not compiled in", tc.needs)
 			}
 			if err := parse(o, tc.args); err != nil {

@@ -29,16 +29,16 @@ func CustomizeDependencies(ctx context.Context, s *options.KubeletServer, deps *
 	if !np.Enabled() {
 		return nil
 	}
-	klog.FromContext(ctx).Info("Nodeplug designs enabled", "designs", np.enabledNames(), "compiledIn", np.Designs())
+	klog.FromContext(ctx).Info("Nodeplug designs enabled", "designs", np.EnabledNames(), "compiledIn", np.Names())
 	node, err := newNodeRef(s)
 	if err != nil {
 		return err
 	}
-	for _, d := range np.designs {
-		if d.customize == nil || !d.enabled() {
+	for _, customize := range np.Starts() {
+		if customize == nil {
 			continue
 		}
-		if err := d.customize(ctx, s, deps, node); err != nil {
+		if err := customize(ctx, s, deps, node); err != nil {
 			return err
 		}
 	}

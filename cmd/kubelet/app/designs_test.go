@@ -37,7 +37,7 @@ func TestNodeplugOptionsValidate(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			o := NewNodeplugOptions()
 			for _, d := range tc.needs {
-				if !slices.Contains(o.Designs(), d) {
+				if !slices.Contains(o.Names(), d) {
 					t.Skipf("design %s is not compiled in", d)
 				}
 			}
@@ -77,13 +77,13 @@ func TestEnabled(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			o := NewNodeplugOptions()
-			if tc.needs != "" && !slices.Contains(o.Designs(), tc.needs) {
+			if tc.needs != "" && !slices.Contains(o.Names(), tc.needs) {
 				t.Skipf("design %s is not compiled in", tc.needs)
 			}
 			if err := o.NamedFlagSet().Parse(tc.args); err != nil {
 				t.Fatal(err)
 			}
-			if got := o.enabledNames(); !slices.Equal(got, tc.want) || o.Enabled() != (len(tc.want) > 0) {
+			if got := o.EnabledNames(); !slices.Equal(got, tc.want) || o.Enabled() != (len(tc.want) > 0) {
 				t.Errorf("enabled %v (Enabled() = %v), want %v", got, o.Enabled(), tc.want)
 			}
 		})

@@ -57,7 +57,7 @@ func TestDropInFlagSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	compiled := c.nodeplug.Designs()
+	compiled := c.nodeplug.Names()
 	if noDesignsBuild && len(compiled) > 0 {
 		t.Errorf("built with every nodeplug_no_* tag, but designs %v are compiled in", compiled)
 	}
@@ -91,7 +91,7 @@ func TestDesignFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	compiled := c.nodeplug.Designs()
+	compiled := c.nodeplug.Names()
 	for _, name := range []string{"flexdiscovery", "pluginwatcher", "mountpods"} {
 		t.Run(name, func(t *testing.T) {
 			in := slices.Contains(compiled, name)

@@ -5,7 +5,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -19,6 +18,7 @@ import (
 	utilexec "k8s.io/utils/exec"
 
 	"github.com/nodeplug/nodeplug/pkg/controller/podreplay"
+	"github.com/nodeplug/nodeplug/pkg/designs"
 	"github.com/nodeplug/nodeplug/pkg/flexvolume/driver"
 	"github.com/nodeplug/nodeplug/pkg/flexvolume/prober"
 	"github.com/nodeplug/nodeplug/pkg/util/groupexec"
@@ -34,8 +34,8 @@ import (
 type flexDrivers struct {
 	// calls bounds the driver calls (--experimental-flex-*-timeout).
 	calls driver.Config
-	// users report whether the designs that use the prober are on.
-	users []func() bool
+	// users say whether the designs that use the prober are on.
+	users designs.Switches
 	// pods is set by mount pods before the prober starts.
 	pods *podDrivers
 }
@@ -53,19 +53,14 @@ func newFlexDrivers() *flexDrivers {
 	return &flexDrivers{calls: driver.Config{InitTimeout: driver.DefaultInitTimeout}}
 }
 
-// usedBy adds a design that starts the prober when enabled reports true.
-func (f *flexDrivers) usedBy(enabled func() bool) { f.users = append(f.users, enabled) }
-
 // design returns the prober's part of the kubelet: the timeout flags, and
 // its start after the designs that use it have set it up.
 func (f *flexDrivers) design() *design {
 	return &design{
-		addFlags: func(fs *pflag.FlagSet) { driver.AddTimeoutFlags(fs, &f.calls.CallTimeout, &f.calls.InitTimeout) },
-		validate: func(string) []error { return driver.ValidateTimeouts(f.calls.CallTimeout, f.calls.InitTimeout) },
-		enabled: func() bool {
-			return slices.ContainsFunc(f.users, func(on func() bool) bool { return on() })
-		},
-		customize: f.start,
+		AddFlags: func(fs *pflag.FlagSet) { driver.AddTimeoutFlags(fs, &f.calls.CallTimeout, &f.calls.InitTimeout) },
+		Validate: func(string) []error { return driver.ValidateTimeouts(f.calls.CallTimeout, f.calls.InitTimeout) },
+		Enabled:  f.users.Any,
+		Start:    f.start,
 	}
 }
 

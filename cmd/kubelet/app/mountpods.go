@@ -50,9 +50,9 @@ type mountPodOptions struct {
 func newMountPods(flex *flexDrivers) *design {
 	o := &mountPodOptions{execTimeout: volexec.DefaultTimeout}
 	on := func() bool { return o.namespace != "" }
-	flex.usedBy(on)
-	return &design{name: "mountpods", addFlags: o.AddFlags, validate: o.Validate, enabled: on,
-		customize: func(ctx context.Context, s *options.KubeletServer, deps *kubelet.Dependencies, node *v1.ObjectReference) error {
+	flex.users.Add(on)
+	return &design{Name: "mountpods", AddFlags: o.AddFlags, Validate: o.Validate, Enabled: on,
+		Start: func(ctx context.Context, s *options.KubeletServer, deps *kubelet.Dependencies, node *v1.ObjectReference) error {
 			mp, err := useMountPods(ctx, s, deps, o, node)
 			if err != nil {
 				return err

@@ -33,8 +33,8 @@ type pluginWatcherOptions struct {
 // watcher on --experimental-plugin-registration-dir.
 func newPluginWatcher() *design {
 	o := &pluginWatcherOptions{namePolicy: "Warn"}
-	return &design{name: "pluginwatcher", addFlags: o.AddFlags, validate: o.Validate,
-		enabled: func() bool { return o.dir != "" }, customize: o.start}
+	return &design{Name: "pluginwatcher", AddFlags: o.AddFlags, Validate: o.Validate,
+		Enabled: func() bool { return o.dir != "" }, Start: o.start}
 }
 
 // AddFlags registers the plugin watcher's flags on fs.

@@ -122,7 +122,7 @@ func (c *command) run(ctx context.Context, cmd *cobra.Command, args []string) er
 		return cmd.Help()
 	}
 	if v := c.all.Lookup("version"); v != nil && v.Value.String() != "false" {
-		fmt.Fprintf(cmd.OutOrStdout(), "%s\n%s\n", version.String(), c.nodeplug.DesignsLine())
+		fmt.Fprintf(cmd.OutOrStdout(), "%s\n%s\n", version.String(), c.nodeplug.VersionLine())
 		return nil
 	}
 	server, skipped, err := c.complete(ctx, args)
@@ -193,9 +193,9 @@ func (c *command) parseError(err error) error {
 		var known []string
 		c.nodeplugFlags.VisitAll(func(f *pflag.Flag) { known = append(known, "--"+f.Name) })
 		if len(known) == 0 {
-			return fmt.Errorf("failed to parse kubelet flag: %w (this kubelet was built without nodeplug's designs: %s)", err, c.nodeplug.DesignsLine())
+			return fmt.Errorf("failed to parse kubelet flag: %w (this kubelet was built without nodeplug's designs: %s)", err, c.nodeplug.VersionLine())
 		}
-		return fmt.Errorf("failed to parse kubelet flag: %w (nodeplug's flags are: %s; %s)", err, strings.Join(known, ", "), c.nodeplug.DesignsLine())
+		return fmt.Errorf("failed to parse kubelet flag: %w (nodeplug's flags are: %s; %s)", err, strings.Join(known, ", "), c.nodeplug.VersionLine())
 	}
 	if errors.Is(err, pflag.ErrHelp) {
 		return err

@@ -13,7 +13,7 @@ func TestCommandErrors(t *testing.T) {
 	// An unknown --experimental-* flag lists the flags of the designs
 	// compiled in, or says there are none.
 	listsOurs := "nodeplug's flags are: --experimental-"
-	if len(NewNodeplugOptions().Designs()) == 0 {
+	if len(NewNodeplugOptions().Names()) == 0 {
 		listsOurs = "built without nodeplug's designs: nodeplug designs: none"
 	}
 	cases := map[string]struct {
@@ -40,7 +40,7 @@ func TestCommandErrors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tc.needs != "" && !slices.Contains(c.nodeplug.Designs(), tc.needs) {
+			if tc.needs != "" && !slices.Contains(c.nodeplug.Names(), tc.needs) {
 				t.Skipf("design %s is not compiled in", tc.needs)
 			}
 			cmd := NewKubeletCommand(context.Background())
