@@ -129,3 +129,14 @@ func Switch[S any](name, flag, usage string, part *Switches) *Design[S] {
 		Enabled:  func() bool { return on },
 	}
 }
+
+// Part returns a part that designs share: it has flags and a start hook
+// but no name, and it is on when one of the designs in users is.
+func Part[S any](addFlags func(fs *pflag.FlagSet), validate func() []error, users *Switches, start S) *Design[S] {
+	return &Design[S]{
+		AddFlags: addFlags,
+		Validate: func(string) []error { return validate() },
+		Enabled:  users.Any,
+		Start:    start,
+	}
+}

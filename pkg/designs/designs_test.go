@@ -94,11 +94,7 @@ func newTestList() *List[start] {
 		Start:   func() string { return "b" },
 	}
 	var n int
-	p := &Design[start]{
-		AddFlags: func(fs *pflag.FlagSet) { fs.IntVar(&n, "experimental-part", 0, "part") },
-		Validate: func(string) []error { return nil },
-		Enabled:  part.Any,
-		Start:    func() string { return "part" },
-	}
+	p := Part(func(fs *pflag.FlagSet) { fs.IntVar(&n, "experimental-part", 0, "part") },
+		func() []error { return nil }, &part, start(func() string { return "part" }))
 	return NewList(a, nil, b, p)
 }

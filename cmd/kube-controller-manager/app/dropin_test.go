@@ -2,18 +2,19 @@ package app
 
 import (
 	"bytes"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/sets"
 	upstream "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+
+	"github.com/nodeplug/nodeplug/pkg/designs/designstest"
 )
 
 // designFlags are the flags each design adds to upstream's. The flexvolume
 // driver timeouts come with either design.
-var designFlags = map[string][]string{
+var designFlags = designstest.Flags{
 	"flexdiscovery": {"experimental-flexvolume-discovery", "experimental-flex-call-timeout", "experimental-flex-init-timeout"},
 	"mountpods":     {"experimental-mount-namespace", "experimental-mount-pod-driver-dir", "experimental-flex-call-timeout", "experimental-flex-init-timeout"},
 }
@@ -38,28 +39,19 @@ func TestDropInFlagSet(t *testing.T) {
 		}
 	})
 	compiled := NewNodeplugOptions().Names()
-	if noDesignsBuild && len(compiled) > 0 {
-		t.Errorf("built with every nodeplug_no_* tag, but designs %v are compiled in", compiled)
-	}
-	want := sets.New[string]()
-	for _, d := range compiled {
-		want.Insert(designFlags[d]...)
-	}
 	extra := sets.New[string]()
 	ours.VisitAll(func(f *pflag.Flag) {
 		if theirs.Lookup(f.Name) == nil {
 			extra.Insert(f.Name)
 		}
 	})
-	if !extra.Equal(want) {
-		t.Errorf("flags beyond upstream's: %v, want those of designs %v: %v", sets.List(extra), compiled, sets.List(want))
-	}
+	designstest.CheckExtra(t, designFlags, compiled, noDesignsBuild, extra)
 	var help bytes.Buffer
 	cmd.SetOut(&help)
 	if err := cmd.Help(); err != nil {
 		t.Fatal(err)
 	}
-	if has := strings.Contains(help.String(), "\nNodeplug flags:\n"); has != (want.Len() > 0) {
+	if has := strings.Contains(help.String(), "\nNodeplug flags:\n"); has != (len(compiled) > 0) {
 		t.Errorf("help has a Nodeplug flags section: %v, want one only with designs compiled in (%v)", has, compiled)
 	}
 }
@@ -69,18 +61,8 @@ func TestDropInFlagSet(t *testing.T) {
 // designs compiled in.
 func TestDesignFlags(t *testing.T) {
 	cmd := NewControllerManagerCommand()
-	compiled := NewNodeplugOptions().Names()
-	for _, name := range []string{"flexdiscovery", "mountpods"} {
-		t.Run(name, func(t *testing.T) {
-			in := slices.Contains(compiled, name)
-			for _, f := range designFlags[name] {
-				shared := !in && slices.ContainsFunc(compiled, func(d string) bool { return slices.Contains(designFlags[d], f) })
-				if got := cmd.Flags().Lookup(f) != nil; got != in && !shared {
-					t.Errorf("--%s accepted: %v, want %v (design compiled in: %v)", f, got, in, in)
-				}
-			}
-		})
-	}
+	np := NewNodeplugOptions()
+	designstest.CheckEachDesign(t, designFlags, np.Names(), func(f string) bool { return cmd.Flags().Lookup(f) != nil })
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetArgs([]string{"--version"})
@@ -93,11 +75,5 @@ func TestDesignFlags(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	wantLine := "nodeplug designs: none"
-	if len(compiled) > 0 {
-		wantLine = "nodeplug designs: " + strings.Join(compiled, ",")
-	}
-	if !strings.HasSuffix(out.String(), "\n"+wantLine+"\n") || !strings.Contains(out.String(), "nodeplug v") {
-		t.Errorf("--version printed %q, want nodeplug's version and %q", out.String(), wantLine)
-	}
+	designstest.CheckVersion(t, out.String(), np.VersionLine())
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/spf13/pflag"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/klog/v2"
 	upstream "k8s.io/kubernetes/cmd/kube-controller-manager/app"
@@ -48,16 +47,11 @@ func newFlexDrivers() *flexDrivers {
 // design returns the probers' part of the controller-manager: the timeout
 // flags, and the volume controllers' hooks.
 func (f *flexDrivers) design() *design {
-	return &design{
-		AddFlags: func(fs *pflag.FlagSet) { driver.AddTimeoutFlags(fs, &f.calls.CallTimeout, &f.calls.InitTimeout) },
-		Validate: func(string) []error { return driver.ValidateTimeouts(f.calls.CallTimeout, f.calls.InitTimeout) },
-		Enabled:  f.users.Any,
-		Start: func(h *VolumeHooks) {
-			p := &flexProbers{pods: f.pods, calls: f.calls}
-			h.Prober = p.factory()
-			h.AttachDetachPods = p.replayWhenReady
-		},
-	}
+	return designs.Part(f.calls.AddFlags, f.calls.ValidateFlags, &f.users, hookFunc(func(h *VolumeHooks) {
+		p := &flexProbers{pods: f.pods, calls: f.calls}
+		h.Prober = p.factory()
+		h.AttachDetachPods = p.replayWhenReady
+	}))
 }
 
 // flexProbers are the controller-manager's nodeplug flexvolume probers:

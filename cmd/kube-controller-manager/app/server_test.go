@@ -41,13 +41,7 @@ func TestNodeplugOptionsValidate(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			o := NewNodeplugOptions()
-			if tc.needs != "" && !slices.Contains(o.Names(), tc.needs) {
-				t.Skipf("design %s is not compiled in", tc.needs)
-			}
-			if err := parse(o, tc.args); err != nil {
-				t.Fatal(err)
-			}
+			o := parsed(t, tc.needs, tc.args)
 			errs := o.Validate(tc.leaderMigration, flexDir)
 			if (len(errs) > 0) != tc.wantErr {
 				t.Fatalf("errors %v, want error: %v", errs, tc.wantErr)
@@ -72,13 +66,7 @@ func TestVolumeHooks(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			o := NewNodeplugOptions()
-			if tc.needs != "" && !slices.Contains(o.Names(), tc.needs) {
-				t.Skipf("design %s is not compiled in", tc.needs)
-			}
-			if err := parse(o, tc.args); err != nil {
-				t.Fatal(err)
-			}
+			o := parsed(t, tc.needs, tc.args)
 			h := o.VolumeHooks()
 			if o.Enabled() != tc.wantHooks || (h.Prober != nil) != tc.wantHooks || (h.AttachDetachPods != nil) != tc.wantHooks {
 				t.Errorf("Enabled() = %v, prober hook %v, attach/detach pods hook %v; want all %v",
@@ -98,10 +86,19 @@ func TestUnknownNodeplugFlag(t *testing.T) {
 	}
 }
 
-// parse sets o's flags from args.
-func parse(o *NodeplugOptions, args []string) error {
+// parsed returns the options set from args, or skips t when the design
+// needs (if any) is not compiled in.
+func parsed(t *testing.T, needs string, args []string) *NodeplugOptions {
+	t.Helper()
+	o := NewNodeplugOptions()
+	if needs != "" && !slices.Contains(o.Names(), needs) {
+		t.Skipf("design %s is not compiled in", needs)
+	}
 	fs := pflag.NewFlagSet("nodeplug", pflag.ContinueOnError)
 	fs.SetNormalizeFunc(cliflag.WordSepNormalizeFunc)
 	o.AddFlags(fs)
-	return fs.Parse(args)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return o
 }

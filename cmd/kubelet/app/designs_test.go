@@ -35,15 +35,7 @@ func TestNodeplugOptionsValidate(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			o := NewNodeplugOptions()
-			for _, d := range tc.needs {
-				if !slices.Contains(o.Names(), d) {
-					t.Skipf("design %s is not compiled in", d)
-				}
-			}
-			if err := o.NamedFlagSet().Parse(tc.args); err != nil {
-				t.Fatal(err)
-			}
+			o := parsed(t, tc.needs, tc.args)
 			err := o.Validate("/var/lib/kubelet")
 			for _, want := range tc.alsoWant {
 				if err == nil || !strings.Contains(err.Error(), want) {
@@ -76,16 +68,26 @@ func TestEnabled(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			o := NewNodeplugOptions()
-			if tc.needs != "" && !slices.Contains(o.Names(), tc.needs) {
-				t.Skipf("design %s is not compiled in", tc.needs)
-			}
-			if err := o.NamedFlagSet().Parse(tc.args); err != nil {
-				t.Fatal(err)
-			}
+			o := parsed(t, []string{tc.needs}, tc.args)
 			if got := o.EnabledNames(); !slices.Equal(got, tc.want) || o.Enabled() != (len(tc.want) > 0) {
 				t.Errorf("enabled %v (Enabled() = %v), want %v", got, o.Enabled(), tc.want)
 			}
 		})
 	}
+}
+
+// parsed returns the options set from args, or skips t when a design of
+// needs is not compiled in.
+func parsed(t *testing.T, needs, args []string) *NodeplugOptions {
+	t.Helper()
+	o := NewNodeplugOptions()
+	for _, d := range needs {
+		if d != "" && !slices.Contains(o.Names(), d) {
+			t.Skipf("design %s is not compiled in", d)
+		}
+	}
+	if err := o.NamedFlagSet().Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return o
 }

@@ -4,18 +4,19 @@ import (
 	"bytes"
 	"context"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/sets"
 	upstream "k8s.io/kubernetes/cmd/kubelet/app"
+
+	"github.com/nodeplug/nodeplug/pkg/designs/designstest"
 )
 
 // designFlags are the flags each design adds to upstream's. The flexvolume
 // driver timeouts come with either design that runs flex drivers.
-var designFlags = map[string][]string{
+var designFlags = designstest.Flags{
 	"flexdiscovery": {"experimental-flexvolume-discovery", "experimental-flex-call-timeout", "experimental-flex-init-timeout"},
 	"pluginwatcher": {"experimental-plugin-registration-dir", "experimental-plugin-name-policy"},
 	"mountpods":     {"experimental-mount-namespace", "experimental-mount-pod-exec-timeout", "experimental-flex-call-timeout", "experimental-flex-init-timeout"},
@@ -58,21 +59,13 @@ func TestDropInFlagSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	compiled := c.nodeplug.Names()
-	if noDesignsBuild && len(compiled) > 0 {
-		t.Errorf("built with every nodeplug_no_* tag, but designs %v are compiled in", compiled)
-	}
-	want := sets.New[string]()
-	for _, d := range compiled {
-		want.Insert(designFlags[d]...)
-	}
 	var all []string
 	c.all.VisitAll(func(f *pflag.Flag) { all = append(all, f.Name) })
-	if extra := sets.New(all...).Difference(helpFlagNames(theirFlags)); !extra.Equal(want) {
-		t.Errorf("flags beyond upstream's: %v, want those of designs %v: %v", sets.List(extra), compiled, sets.List(want))
-	}
+	designstest.CheckExtra(t, designFlags, compiled, noDesignsBuild, sets.New(all...).Difference(helpFlagNames(theirFlags)))
 	if missing := helpFlagNames(theirFlags).Difference(sets.New(all...)); missing.Len() > 0 {
 		t.Errorf("upstream flags not accepted: %v", sets.List(missing))
 	}
+	want := designFlags.Of(compiled)
 	if hasSection != (want.Len() > 0) {
 		t.Errorf("help has a nodeplug flags section: %v, want one only with designs compiled in (%v)", hasSection, compiled)
 	}
@@ -91,18 +84,7 @@ func TestDesignFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	compiled := c.nodeplug.Names()
-	for _, name := range []string{"flexdiscovery", "pluginwatcher", "mountpods"} {
-		t.Run(name, func(t *testing.T) {
-			in := slices.Contains(compiled, name)
-			for _, f := range designFlags[name] {
-				shared := !in && slices.ContainsFunc(compiled, func(d string) bool { return slices.Contains(designFlags[d], f) })
-				if got := c.all.Lookup(f) != nil; got != in && !shared {
-					t.Errorf("--%s accepted: %v, want %v (design compiled in: %v)", f, got, in, in)
-				}
-			}
-		})
-	}
+	designstest.CheckEachDesign(t, designFlags, c.nodeplug.Names(), func(f string) bool { return c.all.Lookup(f) != nil })
 	var out bytes.Buffer
 	cmd := NewKubeletCommand(context.Background())
 	cmd.SetOut(&out)
@@ -116,13 +98,7 @@ func TestDesignFlags(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	wantLine := "nodeplug designs: none"
-	if len(compiled) > 0 {
-		wantLine = "nodeplug designs: " + strings.Join(compiled, ",")
-	}
-	if !strings.HasSuffix(out.String(), "\n"+wantLine+"\n") || !strings.Contains(out.String(), "nodeplug v") {
-		t.Errorf("--version printed %q, want nodeplug's version and %q", out.String(), wantLine)
-	}
+	designstest.CheckVersion(t, out.String(), c.nodeplug.VersionLine())
 }
 
 // helpFlagNames returns the long names of the flags in a FlagUsages text.

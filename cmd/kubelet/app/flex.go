@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -56,12 +55,7 @@ func newFlexDrivers() *flexDrivers {
 // design returns the prober's part of the kubelet: the timeout flags, and
 // its start after the designs that use it have set it up.
 func (f *flexDrivers) design() *design {
-	return &design{
-		AddFlags: func(fs *pflag.FlagSet) { driver.AddTimeoutFlags(fs, &f.calls.CallTimeout, &f.calls.InitTimeout) },
-		Validate: func(string) []error { return driver.ValidateTimeouts(f.calls.CallTimeout, f.calls.InitTimeout) },
-		Enabled:  f.users.Any,
-		Start:    f.start,
-	}
+	return designs.Part(f.calls.AddFlags, f.calls.ValidateFlags, &f.users, customizeFunc(f.start))
 }
 
 // start replaces upstream's flexvolume prober with nodeplug's on
