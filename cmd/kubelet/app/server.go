@@ -57,7 +57,8 @@ prints: some start-up messages are worded differently (an unknown --experimental
 flag lists nodeplug's flags); as non-root it logs "Kubelet is not running as root"
 instead of upstream's insufficient-permissions error; --version prints both
 upstream's and nodeplug's versions and the nodeplug designs compiled in; and --help
-shows this text and adds a "nodeplug flags" section with the flags of those designs.`,
+shows this text and adds a "nodeplug flags" section with the flags of those designs
+(none in a build without designs).`,
 		// Flag precedence (command line over --config) needs the raw args,
 		// so cobra must not parse them.
 		DisableFlagParsing: true,
