@@ -5,14 +5,18 @@ SHELL := /usr/bin/env bash
 GO_TEST_FLAGS ?=
 E2E_UPSTREAM_FLAGS ?=
 LINT_FLAGS ?=
+# The nodeplug designs compiled into the kubelet and kube-controller-manager
+# by `make build`: all, none, or some of flexdiscovery mountpods pluginwatcher
+# (docs/drop-in.md, "Choosing designs at build time").
+DESIGNS ?= $(or $(NODEPLUG_DESIGNS),all)
 
 .PHONY: help
 help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## Build every binary into _output/bin.
-	hack/build.sh
+build: ## Build every binary into _output/bin; DESIGNS='flexdiscovery pluginwatcher' (or none) compiles only those nodeplug designs in (default all).
+	NODEPLUG_DESIGNS="$(DESIGNS)" hack/build.sh
 
 .PHONY: local-up
 local-up: ## Bring up a real cluster running nodeplug's kubelet and kube-controller-manager (NODES=3: three nodes).
@@ -39,7 +43,7 @@ test-e2e-upstream: ## Upstream's e2e storage specs (local volumes) on a 3-node l
 	hack/e2e-upstream.sh $(E2E_UPSTREAM_FLAGS)
 
 .PHONY: verify
-verify: ## gofmt, go vet, golangci-lint, the go.mod pin, no build outputs or big files in git, the Helm chart's copies, shell syntax.
+verify: ## gofmt, go vet, the no-design build's flags against upstream's and every design subset compiling, golangci-lint, the go.mod pin, no build outputs or big files in git, the Helm chart's copies, shell syntax.
 	hack/verify.sh
 
 .PHONY: lint

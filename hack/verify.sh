@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Static checks: gofmt, go vet (root module with the e2e tag, and every
-# staging module), golangci-lint with logcheck (hack/verify-golangci-lint.sh,
-# .golangci.yaml, docs/lint.md), the go.mod pin, no build outputs or files over 1 MiB in
-# git (with the test of that check), the tests of
+# staging module), the designs chosen at build time (hack/verify-designs.sh:
+# without designs, exactly upstream's kubelet and controller-manager flags;
+# every subset compiles), golangci-lint with logcheck
+# (hack/verify-golangci-lint.sh, .golangci.yaml, docs/lint.md), the go.mod
+# pin, no build outputs or files over 1 MiB in git (with the test of that
+# check), the tests of
 # hack/mount-utilities-upgrade.sh (against a fake kubectl), the upstream
 # code nodeplug copies or relies on unchanged since its last review
 # (hack/verify-upstream-internals.sh), the Helm chart's copies of the CRD
@@ -21,6 +24,8 @@ if [[ -n "${unformatted}" ]]; then
   rc=1
 fi
 go vet -tags e2e ./... || rc=1
+# After go vet ./..., whose build cache it reuses.
+hack/verify-designs.sh || rc=1
 for mod in staging/src/github.com/nodeplug/*/go.mod; do
   [[ -f "${mod}" ]] || continue
   (cd "$(dirname "${mod}")" && go vet ./...) || rc=1

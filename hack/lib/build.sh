@@ -3,6 +3,10 @@
 # into ${BIN_DIR}: nodeplug's own commands, upstream's kube-apiserver,
 # kube-scheduler, kube-proxy and kubectl, and etcd, all from the module
 # graph pinned by go.mod (so from the Go module proxy and nothing else).
+# NODEPLUG_DESIGNS chooses the nodeplug designs compiled into the kubelet
+# and the kube-controller-manager (hack/lib/designs.sh; default all).
+
+source "$(dirname "${BASH_SOURCE[0]}")/designs.sh"
 
 np::build::ldflags() {
   local major minor commit
@@ -17,11 +21,12 @@ np::build::ldflags() {
 
 np::build::all() {
   mkdir -p "${BIN_DIR}"
-  local started=${SECONDS}
-  np::log "building binaries into ${BIN_DIR} (a cold build takes 8-12 minutes on 2 cores)"
+  local started=${SECONDS} tags
+  tags=$(np::designs::tags "${NODEPLUG_DESIGNS:-all}") || exit 1
+  np::log "building binaries into ${BIN_DIR} (a cold build takes 8-12 minutes on 2 cores); nodeplug designs: ${NODEPLUG_DESIGNS:-all}${tags:+ (tags ${tags})}"
   (
     cd "${NODEPLUG_ROOT}"
-    go build -ldflags "$(np::build::ldflags)" -o "${BIN_DIR}/" \
+    go build -tags "${tags}" -ldflags "$(np::build::ldflags)" -o "${BIN_DIR}/" \
       ./cmd/kubelet ./cmd/kube-controller-manager ./hack/tools/etcd ./hack/tools/mkimage \
       k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-proxy \
       k8s.io/kubernetes/cmd/kubectl &&

@@ -6,5 +6,7 @@
 // builds the upstream controllers through CreateControllerContext,
 // BuildControllers and RunControllers, and builds the attach/detach and
 // SELinux-warning controllers itself so that VolumeHooks can give them
-// nodeplug's volume plugin prober.
+// nodeplug's volume plugin prober. The designs, and that Run with them,
+// are compiled in unless their nodeplug_no_* build tags are given
+// (designs.go).
 package app

@@ -1,3 +1,5 @@
+//go:build !nodeplug_no_flexdiscovery || !nodeplug_no_mountpods
+
 package app
 
 import (
@@ -5,28 +7,63 @@ import (
 	"fmt"
 	"sync"
 
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/klog/v2"
 	upstream "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	"k8s.io/kubernetes/pkg/volume"
 	utilexec "k8s.io/utils/exec"
 
+	"github.com/nodeplug/nodeplug/pkg/controller/podreplay"
+	"github.com/nodeplug/nodeplug/pkg/designs"
 	"github.com/nodeplug/nodeplug/pkg/flexvolume/driver"
 	"github.com/nodeplug/nodeplug/pkg/flexvolume/prober"
 	"github.com/nodeplug/nodeplug/pkg/util/groupexec"
 	"github.com/nodeplug/nodeplug/pkg/volume/flexadapter"
 )
 
-// flexProbers are the controller-manager's nodeplug flexvolume probers
-// (--experimental-flexvolume-discovery): one on --flex-volume-plugin-dir,
-// and with --experimental-mount-namespace (mp not nil) one on the
-// directory of pod-served drivers, whose drivers run in mount pods through
-// pods/exec. They are created by the first controller that asks; each
-// controller gets its own view. A driver is in use while any Node reports
-// one of its volumes attached or in use. The controller-manager has no
-// object of its own to record events on, so discovery problems are logged
-// and counted in metrics.
+// flexDrivers is nodeplug's flexvolume discovery in the controller-manager.
+// Two designs use it: flexdiscovery (--experimental-flexvolume-discovery)
+// and mountpods (--experimental-mount-namespace), whose flex drivers run in
+// mount pods through it. It is compiled in when either design is, with the
+// flags that bound driver calls, and its hooks are added when either is
+// switched on; it has no design name of its own.
+type flexDrivers struct {
+	// calls bounds the driver calls (--experimental-flex-*-timeout).
+	calls driver.Config
+	// users say whether the designs that use the probers are on.
+	users designs.Switches
+	// pods is set by mount pods' hook, which runs before this part's.
+	pods podDrivers
+}
+
+// podDrivers starts the mount pods and returns the runner of flexvolume
+// drivers and the directory of the drivers that only mount pods have.
+type podDrivers func(ctx context.Context, cc upstream.ControllerContext) (utilexec.Interface, string, error)
+
+func newFlexDrivers() *flexDrivers {
+	return &flexDrivers{calls: driver.Config{InitTimeout: driver.DefaultInitTimeout}}
+}
+
+// design returns the probers' part of the controller-manager: the timeout
+// flags, and the volume controllers' hooks.
+func (f *flexDrivers) design() *design {
+	return designs.Part(f.calls.AddFlags, f.calls.ValidateFlags, &f.users, hookFunc(func(h *VolumeHooks) {
+		p := &flexProbers{pods: f.pods, calls: f.calls}
+		h.Prober = p.factory()
+		h.AttachDetachPods = p.replayWhenReady
+	}))
+}
+
+// flexProbers are the controller-manager's nodeplug flexvolume probers:
+// one on --flex-volume-plugin-dir, and with --experimental-mount-namespace
+// (pods not nil) one on the directory of pod-served drivers, whose drivers
+// run in mount pods through pods/exec. They are created by the first
+// controller that asks; each controller gets its own view. A driver is in
+// use while any Node reports one of its volumes attached or in use. The
+// controller-manager has no object of its own to record events on, so
+// discovery problems are logged and counted in metrics.
 type flexProbers struct {
-	mp *mountPods
+	pods podDrivers
 	// calls bounds the driver calls (--experimental-flex-*-timeout).
 	calls   driver.Config
 	mu      sync.Mutex
@@ -40,7 +77,7 @@ func (f *flexProbers) factory() ProberFactory {
 		defer f.mu.Unlock()
 		if f.probers == nil {
 			var err error
-			if f.probers, err = newFlexProbers(ctx, cc, f.mp, f.calls); err != nil {
+			if f.probers, err = newFlexProbers(ctx, cc, f.pods, f.calls); err != nil {
 				return nil, err
 			}
 		}
@@ -65,15 +102,16 @@ func (f *flexProbers) watchReady(ctx context.Context, fn func(ctx context.Contex
 
 // newFlexProbers starts the probers: --flex-volume-plugin-dir, and with
 // mount pods the directory of pod-served drivers.
-func newFlexProbers(ctx context.Context, cc upstream.ControllerContext, mp *mountPods, calls driver.Config) ([]*flexadapter.Source, error) {
+func newFlexProbers(ctx context.Context, cc upstream.ControllerContext, pods podDrivers, calls driver.Config) ([]*flexadapter.Source, error) {
 	dirs := []string{cc.ComponentConfig.PersistentVolumeBinderController.VolumeConfiguration.FlexVolumePluginDir}
 	runner := utilexec.Interface(groupexec.New())
-	if mp != nil {
+	if pods != nil {
 		var err error
-		if runner, err = mp.start(ctx, cc); err != nil {
+		var podDir string
+		if runner, podDir, err = pods(ctx, cc); err != nil {
 			return nil, err
 		}
-		dirs = append(dirs, mp.driverDir)
+		dirs = append(dirs, podDir)
 	}
 	nodes := cc.InformerFactory.Core().V1().Nodes()
 	// Until the node informer has synced the check fails, which the
@@ -89,4 +127,18 @@ func newFlexProbers(ctx context.Context, cc upstream.ControllerContext, mp *moun
 	}
 	klog.FromContext(ctx).Info("Nodeplug flexvolume discovery enabled", "dirs", dirs)
 	return probers, nil
+}
+
+// replayWhenReady is the attach/detach controller's AttachDetachPods hook:
+// when a driver becomes ready, the controller is handed the pods that use
+// it again. Without this, a pod created just before its driver loaded
+// waits for the controller's periodic pod re-list (3 minutes).
+func (f *flexProbers) replayWhenReady(ctx context.Context, cc upstream.ControllerContext, informer coreinformers.PodInformer) coreinformers.PodInformer {
+	pods := podreplay.New(informer)
+	pvcs, pvs := cc.InformerFactory.Core().V1().PersistentVolumeClaims().Lister(), cc.InformerFactory.Core().V1().PersistentVolumes().Lister()
+	f.watchReady(ctx, func(ctx context.Context, drivers []string) {
+		n := pods.Replay(ctx, podreplay.UsesFlexDrivers(drivers, pvcs, pvs))
+		klog.FromContext(ctx).V(2).Info("Flexvolume drivers ready; pods handed to the attach/detach controller again", "drivers", drivers, "pods", n)
+	})
+	return pods.PodInformer()
 }

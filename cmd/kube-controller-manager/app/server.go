@@ -32,7 +32,8 @@ var errLeaderMigration = errors.New("nodeplug's --experimental-* flags cannot be
 	"(--enable-leader-migration); run upstream behaviour by dropping the nodeplug flags")
 
 // NewControllerManagerCommand returns the controller-manager command:
-// upstream's flag sets plus a "nodeplug" section.
+// upstream's flag sets plus a "nodeplug" section with the flags of the
+// designs compiled in (none without designs).
 func NewControllerManagerCommand() *cobra.Command {
 	s, err := options.NewKubeControllerManagerOptions()
 	if err != nil {
@@ -59,7 +60,9 @@ upstream's controllers, with nodeplug's experimental storage features available 
 	s.ParsedFlags = &named
 	verflag.AddFlags(named.FlagSet("global"))
 	globalflag.AddGlobalFlags(named.FlagSet("global"), cmd.Name(), logs.SkipLoggingConfigurationFlags())
-	np.AddFlags(named.FlagSet("nodeplug"))
+	if np.HasFlags() {
+		np.AddFlags(named.FlagSet("nodeplug"))
+	}
 	for _, f := range named.FlagSets {
 		fs.AddFlagSet(f)
 	}
@@ -70,7 +73,7 @@ upstream's controllers, with nodeplug's experimental storage features available 
 
 func run(cmd *cobra.Command, s *options.KubeControllerManagerOptions, np *NodeplugOptions) error {
 	if v := cmd.Flags().Lookup("version"); v != nil && v.Value.String() != "false" {
-		fmt.Fprintln(cmd.OutOrStdout(), version.String())
+		fmt.Fprintf(cmd.OutOrStdout(), "%s\n%s\n", version.String(), np.VersionLine())
 		return nil
 	}
 	verflag.PrintAndExitIfRequested()
@@ -96,5 +99,5 @@ func run(cmd *cobra.Command, s *options.KubeControllerManagerOptions, np *Nodepl
 	if !np.Enabled() {
 		return upstream.Run(ctx, c.Complete())
 	}
-	return Run(ctx, c.Complete(), newVolumeHooks(np))
+	return Run(ctx, c.Complete(), np.VolumeHooks())
 }

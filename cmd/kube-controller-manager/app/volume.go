@@ -1,3 +1,5 @@
+//go:build !nodeplug_no_flexdiscovery || !nodeplug_no_mountpods
+
 package app
 
 import (
@@ -5,46 +7,14 @@ import (
 	"fmt"
 
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/klog/v2"
 	upstream "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	"k8s.io/kubernetes/cmd/kube-controller-manager/names"
 	"k8s.io/kubernetes/pkg/controller/volume/attachdetach"
 	"k8s.io/kubernetes/pkg/controller/volume/selinuxwarning"
 	"k8s.io/kubernetes/pkg/volume"
-
-	"github.com/nodeplug/nodeplug/pkg/controller/podreplay"
-	"github.com/nodeplug/nodeplug/pkg/flexvolume/driver"
 )
-
-// ProberFactory returns the dynamic plugin prober one controller uses.
-// consumer names the controller. Factories that share one watcher return
-// a separate view per consumer, because a prober's events are consumed.
-type ProberFactory func(ctx context.Context, consumer string, cc upstream.ControllerContext) (volume.DynamicPluginProber, error)
-
-// VolumeHooks is what nodeplug changes in the volume controllers.
-type VolumeHooks struct {
-	// Prober builds the flexvolume prober of the attach/detach and
-	// SELinux-warning controllers. Nil means upstream's.
-	Prober ProberFactory
-	// flex is nodeplug's prober set behind Prober, if any: when one of its
-	// drivers becomes ready, the attach/detach controller is handed the
-	// pods that use it again.
-	flex *flexProbers
-}
-
-// newVolumeHooks turns the nodeplug options into hooks.
-func newVolumeHooks(np *NodeplugOptions) *VolumeHooks {
-	h := &VolumeHooks{}
-	var mp *mountPods
-	if np.MountNamespace != "" {
-		mp = newMountPods(np.MountNamespace, np.MountPodDriverDir)
-	}
-	if np.FlexVolumeDiscovery || mp != nil {
-		h.flex = &flexProbers{mp: mp, calls: driver.Config{CallTimeout: np.FlexCallTimeout, InitTimeout: np.FlexInitTimeout}}
-		h.Prober = h.flex.factory()
-	}
-	return h
-}
 
 func (h *VolumeHooks) prober(ctx context.Context, consumer string, cc upstream.ControllerContext) (volume.DynamicPluginProber, error) {
 	if h == nil || h.Prober == nil {
@@ -108,24 +78,18 @@ func (h *VolumeHooks) newAttachDetach(ctx context.Context, cc upstream.Controlle
 	}
 	informers := cc.InformerFactory
 	adc := cc.ComponentConfig.AttachDetachController
-	pods := podreplay.New(informers.Core().V1().Pods())
+	var pods coreinformers.PodInformer = informers.Core().V1().Pods()
+	if h.AttachDetachPods != nil {
+		pods = h.AttachDetachPods(ctx, cc, pods)
+	}
 	ctrl, err := attachdetach.NewAttachDetachController(ctx, client,
-		pods.PodInformer(), informers.Core().V1().Nodes(),
+		pods, informers.Core().V1().Nodes(),
 		informers.Core().V1().PersistentVolumeClaims(), informers.Core().V1().PersistentVolumes(),
 		informers.Storage().V1().CSINodes(), informers.Storage().V1().CSIDrivers(), informers.Storage().V1().VolumeAttachments(),
 		plugins, prober, adc.DisableAttachDetachReconcilerSync, adc.ReconcilerSyncLoopPeriod.Duration,
 		adc.DisableForceDetachOnTimeout, attachdetach.DefaultTimerConfig)
 	if err != nil {
 		return nil, fmt.Errorf("creating the attach/detach controller: %w", err)
-	}
-	if h.flex != nil {
-		// Without this, a pod created just before its driver loaded waits
-		// for the controller's periodic pod re-list (3 minutes).
-		pvcs, pvs := informers.Core().V1().PersistentVolumeClaims().Lister(), informers.Core().V1().PersistentVolumes().Lister()
-		h.flex.watchReady(ctx, func(ctx context.Context, drivers []string) {
-			n := pods.Replay(ctx, podreplay.UsesFlexDrivers(drivers, pvcs, pvs))
-			klog.FromContext(ctx).V(2).Info("Flexvolume drivers ready; pods handed to the attach/detach controller again", "drivers", drivers, "pods", n)
-		})
 	}
 	return namedController{name: name, run: ctrl.Run}, nil
 }

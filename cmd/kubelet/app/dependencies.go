@@ -10,16 +10,16 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kubelet/app/options"
 	"k8s.io/kubernetes/pkg/kubelet"
-
-	"github.com/nodeplug/nodeplug/pkg/flexvolume/driver"
 )
 
 // CustomizeDependencies is the one place where nodeplug changes what the
 // embedded upstream kubelet runs with. It is called after upstream's
 // UnsecuredDependencies and before upstream's Run; the fields it may replace
 // are DynamicPluginProber, Mounter/HostUtil/Subpather, VolumePlugins and
-// Options. --experimental-mount-namespace replaces Mounter, the local
-// plugin in VolumePlugins and the flexvolume prober. With no nodeplug flag set it changes nothing.
+// Options. Each compiled-in design that the flags switch on changes them in
+// turn (NodeplugOptions); --experimental-mount-namespace replaces Mounter,
+// the local plugin in VolumePlugins and the flexvolume prober. With no
+// nodeplug flag set it changes nothing.
 //
 // Work that needs the running kubelet (its event recorder, its initialised
 // CSI volume plugin) is appended to deps.Options: upstream's NewMainKubelet
@@ -29,28 +29,18 @@ func CustomizeDependencies(ctx context.Context, s *options.KubeletServer, deps *
 	if !np.Enabled() {
 		return nil
 	}
-	logger := klog.FromContext(ctx)
-	logger.Info("Nodeplug features enabled",
-		"flexVolumeDiscovery", np.FlexVolumeDiscovery,
-		"pluginRegistrationDir", np.PluginRegistrationDir,
-		"mountNamespace", np.MountNamespace)
+	klog.FromContext(ctx).Info("Nodeplug designs enabled", "designs", np.EnabledNames(), "compiledIn", np.Names())
 	node, err := newNodeRef(s)
 	if err != nil {
 		return err
 	}
-	var mp *mountPods
-	if np.MountNamespace != "" {
-		if mp, err = useMountPods(ctx, s, deps, np, node); err != nil {
+	for _, customize := range np.Starts() {
+		if customize == nil {
+			continue
+		}
+		if err := customize(ctx, s, deps, node); err != nil {
 			return err
 		}
-	}
-	if np.FlexVolumeDiscovery || mp != nil {
-		if err := useFlexVolumeDiscovery(ctx, s, deps, node, mp, driver.Config{CallTimeout: np.FlexCallTimeout, InitTimeout: np.FlexInitTimeout}); err != nil {
-			return err
-		}
-	}
-	if np.PluginRegistrationDir != "" {
-		usePluginWatcher(ctx, deps, np, node)
 	}
 	return nil
 }

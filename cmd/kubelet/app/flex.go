@@ -1,3 +1,5 @@
+//go:build !nodeplug_no_flexdiscovery || !nodeplug_no_mountpods
+
 package app
 
 import (
@@ -15,43 +17,75 @@ import (
 	utilexec "k8s.io/utils/exec"
 
 	"github.com/nodeplug/nodeplug/pkg/controller/podreplay"
+	"github.com/nodeplug/nodeplug/pkg/designs"
 	"github.com/nodeplug/nodeplug/pkg/flexvolume/driver"
 	"github.com/nodeplug/nodeplug/pkg/flexvolume/prober"
 	"github.com/nodeplug/nodeplug/pkg/util/groupexec"
 	"github.com/nodeplug/nodeplug/pkg/volume/flexadapter"
 )
 
-// useFlexVolumeDiscovery replaces upstream's flexvolume prober with
-// nodeplug's on --volume-plugin-dir (--experimental-flexvolume-discovery,
-// and --experimental-mount-namespace, which needs it). Drivers run through
-// groupexec, so that a timed-out driver's whole process group is killed;
-// with mount pods (mp not nil) through the router, which runs a driver in
-// the pod that serves it, and a second prober loads the drivers that only
-// pods have. A driver is "in use" while a pod volume or device mount of it
-// exists under --root-dir. Problems become Node events once the kubelet's
-// recorder exists.
-func useFlexVolumeDiscovery(ctx context.Context, s *options.KubeletServer, deps *kubelet.Dependencies, node *v1.ObjectReference, mp *mountPods,
-	calls driver.Config) error {
+// flexDrivers is nodeplug's flexvolume prober on --volume-plugin-dir. Two
+// designs use it: flexdiscovery (--experimental-flexvolume-discovery) and
+// mountpods (--experimental-mount-namespace), whose flex drivers run in
+// mount pods through it. It is compiled in when either design is, with the
+// flags that bound driver calls, and started when either is switched on;
+// it has no design name of its own.
+type flexDrivers struct {
+	// calls bounds the driver calls (--experimental-flex-*-timeout).
+	calls driver.Config
+	// users say whether the designs that use the prober are on.
+	users designs.Switches
+	// pods is set by mount pods before the prober starts.
+	pods *podDrivers
+}
+
+// podDrivers is what mount pods give flexvolume discovery: the runner
+// that runs each driver in the pod that serves it, and the directory of
+// the drivers that only pods have, whose source loaded is given.
+type podDrivers struct {
+	runner utilexec.Interface
+	dir    string
+	loaded func(*flexadapter.Source)
+}
+
+func newFlexDrivers() *flexDrivers {
+	return &flexDrivers{calls: driver.Config{InitTimeout: driver.DefaultInitTimeout}}
+}
+
+// design returns the prober's part of the kubelet: the timeout flags, and
+// its start after the designs that use it have set it up.
+func (f *flexDrivers) design() *design {
+	return designs.Part(f.calls.AddFlags, f.calls.ValidateFlags, &f.users, customizeFunc(f.start))
+}
+
+// start replaces upstream's flexvolume prober with nodeplug's on
+// --volume-plugin-dir. Drivers run through groupexec, so that a timed-out
+// driver's whole process group is killed; with mount pods (f.pods set)
+// through the router, which runs a driver in the pod that serves it, and a
+// second prober loads the drivers that only pods have. A driver is "in use"
+// while a pod volume or device mount of it exists under --root-dir.
+// Problems become Node events once the kubelet's recorder exists.
+func (f *flexDrivers) start(ctx context.Context, s *options.KubeletServer, deps *kubelet.Dependencies, node *v1.ObjectReference) error {
 	runner := utilexec.Interface(groupexec.New())
 	dirs := []string{s.VolumePluginDir}
-	if mp != nil {
-		runner = mp.router.ForFlexDrivers(mp.driverDir)
-		dirs = append(dirs, mp.driverDir)
+	if f.pods != nil {
+		runner = f.pods.runner
+		dirs = append(dirs, f.pods.dir)
 	}
 	var probers []*flexadapter.Source
 	var views []volume.DynamicPluginProber
 	for _, dir := range dirs {
 		p, err := flexadapter.NewSource(ctx, dir, runner, flexadapter.Options{Options: prober.Options{
 			InUse:  prober.NewKubeletInUseChecker(s.RootDirectory),
-			Driver: calls,
+			Driver: f.calls,
 		}})
 		if err != nil {
 			return fmt.Errorf("flexvolume discovery on %s: %w", dir, err)
 		}
 		probers = append(probers, p)
 		views = append(views, p.NewConsumerView())
-		if mp != nil && dir == mp.driverDir {
-			mp.podProber = p
+		if f.pods != nil && dir == f.pods.dir {
+			f.pods.loaded(p)
 		}
 	}
 	deps.DynamicPluginProber = flexadapter.NewMultiView(views...)

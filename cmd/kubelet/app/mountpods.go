@@ -1,3 +1,5 @@
+//go:build !nodeplug_no_mountpods
+
 package app
 
 import (
@@ -7,9 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kubelet/app/options"
 	"k8s.io/kubernetes/pkg/kubelet"
@@ -28,13 +33,70 @@ import (
 // drivers that mount pods serve are published (pkg/mountpod/flexdrivers).
 const podDriverDirName = "mount-pod-drivers"
 
+// mountPodOptions are the mountpods design's flags.
+type mountPodOptions struct {
+	// namespace is the namespace of the mount pods that run volume
+	// utilities. Empty means off.
+	namespace string
+	// execTimeout bounds a mount utility (mount, umount, mkfs, fsck,
+	// blkid) run in a mount pod.
+	execTimeout time.Duration
+}
+
+// newMountPods returns the mountpods design. It uses nodeplug's flexvolume
+// prober (flex), which it hands the runner of drivers in mount pods: so
+// --experimental-mount-namespace implies flexvolume discovery, and the
+// prober is compiled in with mount pods even under nodeplug_no_flexdiscovery.
+func newMountPods(flex *flexDrivers) *design {
+	o := &mountPodOptions{execTimeout: volexec.DefaultTimeout}
+	on := func() bool { return o.namespace != "" }
+	flex.users.Add(on)
+	return &design{Name: "mountpods", AddFlags: o.AddFlags, Validate: o.Validate, Enabled: on,
+		Start: func(ctx context.Context, s *options.KubeletServer, deps *kubelet.Dependencies, node *v1.ObjectReference) error {
+			mp, err := useMountPods(ctx, s, deps, o, node)
+			if err != nil {
+				return err
+			}
+			flex.pods = &podDrivers{runner: mp.router.ForFlexDrivers(mp.driverDir), dir: mp.driverDir,
+				loaded: func(p *flexadapter.Source) { mp.podProber = p }}
+			return nil
+		}}
+}
+
+// AddFlags registers the mount pods' flags on fs.
+func (o *mountPodOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.namespace, "experimental-mount-namespace", o.namespace,
+		"Namespace (use kube-mount) of the pods that run volume utilities: mount, mkfs, fsck, blkid and flexvolume drivers run "+
+			"in a Running, Ready pod on this node labelled mount.kubernetes.io/<plugin>=true (or "+
+			"flexvolume.mount.kubernetes.io/<escaped driver>=true) instead of on the host. Empty disables it. "+
+			"Implies nodeplug's flexvolume discovery.")
+	fs.DurationVar(&o.execTimeout, "experimental-mount-pod-exec-timeout", o.execTimeout,
+		"Bound of mount, umount, mkfs, fsck and blkid run in a mount pod (--experimental-mount-namespace). Flexvolume driver calls "+
+			"in a mount pod have the bound of --experimental-flex-call-timeout instead.")
+}
+
+// Validate checks the exec timeout and the namespace's name.
+func (o *mountPodOptions) Validate(string) []error {
+	var errs []error
+	if o.execTimeout < 0 {
+		errs = append(errs, fmt.Errorf("--experimental-mount-pod-exec-timeout: %v is negative", o.execTimeout))
+	}
+	if o.namespace != "" {
+		if msgs := validation.IsDNS1123Label(o.namespace); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--experimental-mount-namespace: %q is not a namespace name: %s",
+				o.namespace, strings.Join(msgs, "; ")))
+		}
+	}
+	return errs
+}
+
 // mountPods is the wiring of --experimental-mount-namespace.
 type mountPods struct {
 	finder    *mountpod.InformerFinder
 	router    *volexec.Router
 	driverDir string
-	// podProber loads the drivers published in driverDir; set by
-	// useFlexVolumeDiscovery.
+	// podProber loads the drivers published in driverDir; set when
+	// flexvolume discovery starts (flexDrivers.start).
 	podProber *flexadapter.Source
 }
 
@@ -45,10 +107,10 @@ const startupLoadTimeout = 15 * time.Second
 // useMountPods routes volume utilities into mount pods in namespace ns:
 // mount/umount through a wrapping Mounter, the local plugin's mkfs, fsck and
 // blkid through a wrapped plugin, flexvolume drivers through the runner the
-// flex prober is given (see useFlexVolumeDiscovery). The pod informer starts
+// flex prober is given (see flexDrivers.start). The pod informer starts
 // once upstream has built the kubelet's API client.
-func useMountPods(ctx context.Context, s *options.KubeletServer, deps *kubelet.Dependencies, np *NodeplugOptions, node *v1.ObjectReference) (*mountPods, error) {
-	ns := np.MountNamespace
+func useMountPods(ctx context.Context, s *options.KubeletServer, deps *kubelet.Dependencies, o *mountPodOptions, node *v1.ObjectReference) (*mountPods, error) {
+	ns := o.namespace
 	if s.KubeConfig == "" {
 		// Standalone: no API server, so no pod informer. Routing would fail
 		// every mount forever, waiting for a cache that never syncs.
@@ -70,7 +132,7 @@ func useMountPods(ctx context.Context, s *options.KubeletServer, deps *kubelet.D
 	// A pod whose spec does not mount the root dir with Bidirectional
 	// propagation serves nothing: its mounts would not reach the host.
 	mp.finder.RequirePropagation(root)
-	mp.router = volexec.NewRouter(mp.finder, cri, groupexec.New(), volexec.Options{Timeout: np.MountPodExecTimeout})
+	mp.router = volexec.NewRouter(mp.finder, cri, groupexec.New(), volexec.Options{Timeout: o.execTimeout})
 	deps.Mounter = podmount.New(ctx, deps.Mounter, root, mp.finder, mp.router)
 	if deps.VolumePlugins, err = localexec.Wrap(deps.VolumePlugins, mp.router.ForPlugin(localexec.PluginName)); err != nil {
 		return nil, fmt.Errorf("--experimental-mount-namespace: %w", err)

@@ -56,8 +56,9 @@ unchanged. Only its start-up command differs from upstream's, in what it logs an
 prints: some start-up messages are worded differently (an unknown --experimental-*
 flag lists nodeplug's flags); as non-root it logs "Kubelet is not running as root"
 instead of upstream's insufficient-permissions error; --version prints both
-upstream's and nodeplug's versions; and --help shows this text and adds a
-"nodeplug flags" section.`,
+upstream's and nodeplug's versions and the nodeplug designs compiled in; and --help
+shows this text and adds a "nodeplug flags" section with the flags of those designs
+(none in a build without designs).`,
 		// Flag precedence (command line over --config) needs the raw args,
 		// so cobra must not parse them.
 		DisableFlagParsing: true,
@@ -97,9 +98,14 @@ func newCommand() (*command, error) {
 	return c, nil
 }
 
+// usage prints upstream's flags, then the "nodeplug flags" section when a
+// design with flags is compiled in.
 func (c *command) usage(cmd *cobra.Command) string {
-	return fmt.Sprintf("Usage:\n  %s\n\nFlags:\n%s\nnodeplug flags:\n%s", cmd.UseLine(),
-		c.upstreamFlags.FlagUsagesWrapped(2), c.nodeplugFlags.FlagUsagesWrapped(2))
+	u := fmt.Sprintf("Usage:\n  %s\n\nFlags:\n%s", cmd.UseLine(), c.upstreamFlags.FlagUsagesWrapped(2))
+	if c.nodeplugFlags.HasFlags() {
+		u += "\nnodeplug flags:\n" + c.nodeplugFlags.FlagUsagesWrapped(2)
+	}
+	return u
 }
 
 // run is the kubelet's start-up, in upstream's order: parse, short-circuit
@@ -117,7 +123,7 @@ func (c *command) run(ctx context.Context, cmd *cobra.Command, args []string) er
 		return cmd.Help()
 	}
 	if v := c.all.Lookup("version"); v != nil && v.Value.String() != "false" {
-		fmt.Fprintln(cmd.OutOrStdout(), version.String())
+		fmt.Fprintf(cmd.OutOrStdout(), "%s\n%s\n", version.String(), c.nodeplug.VersionLine())
 		return nil
 	}
 	server, skipped, err := c.complete(ctx, args)
@@ -181,12 +187,16 @@ func (c *command) complete(ctx context.Context, args []string) (*options.Kubelet
 	return &options.KubeletServer{KubeletFlags: *c.flags, KubeletConfiguration: *kc}, skipped, nil
 }
 
-// parseError makes an unknown --experimental-* flag name nodeplug's flags.
+// parseError makes an unknown --experimental-* flag name nodeplug's flags,
+// or say that no design is compiled in.
 func (c *command) parseError(err error) error {
 	if unknown, ok := errors.AsType[*pflag.NotExistError](err); ok && c.isNodeplugName(unknown.GetSpecifiedName()) {
 		var known []string
 		c.nodeplugFlags.VisitAll(func(f *pflag.Flag) { known = append(known, "--"+f.Name) })
-		return fmt.Errorf("failed to parse kubelet flag: %w (nodeplug's flags are: %s)", err, strings.Join(known, ", "))
+		if len(known) == 0 {
+			return fmt.Errorf("failed to parse kubelet flag: %w (this kubelet was built without nodeplug's designs: %s)", err, c.nodeplug.VersionLine())
+		}
+		return fmt.Errorf("failed to parse kubelet flag: %w (nodeplug's flags are: %s; %s)", err, strings.Join(known, ", "), c.nodeplug.VersionLine())
 	}
 	if errors.Is(err, pflag.ErrHelp) {
 		return err

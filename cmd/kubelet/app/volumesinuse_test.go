@@ -1,3 +1,5 @@
+//go:build !nodeplug_no_flexdiscovery || !nodeplug_no_mountpods
+
 package app
 
 import (

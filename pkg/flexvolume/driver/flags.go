@@ -31,3 +31,10 @@ func ValidateTimeouts(call, init time.Duration) []error {
 	}
 	return errs
 }
+
+// AddFlags registers the timeout flags (AddTimeoutFlags) for c's
+// CallTimeout and InitTimeout.
+func (c *Config) AddFlags(fs *pflag.FlagSet) { AddTimeoutFlags(fs, &c.CallTimeout, &c.InitTimeout) }
+
+// ValidateFlags checks c's CallTimeout and InitTimeout (ValidateTimeouts).
+func (c *Config) ValidateFlags() []error { return ValidateTimeouts(c.CallTimeout, c.InitTimeout) }

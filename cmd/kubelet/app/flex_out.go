@@ -1,0 +1,12 @@
+//go:build nodeplug_no_flexdiscovery && nodeplug_no_mountpods
+
+package app
+
+// flexDrivers stands in for nodeplug's flexvolume prober (flex.go) when
+// neither design that uses it is compiled in.
+type flexDrivers struct{}
+
+func newFlexDrivers() *flexDrivers { return nil }
+
+// design returns nothing: no design runs flexvolume drivers.
+func (*flexDrivers) design() *design { return nil }
