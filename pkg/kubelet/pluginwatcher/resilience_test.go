@@ -19,6 +19,9 @@ import (
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodeplug/nodeplug/pkg/util/dirwatch"
+	"github.com/nodeplug/nodeplug/pkg/util/dirwatch/dirwatchtest"
 )
 
 // flooder is one plugin that serves the Registration service on many
@@ -128,12 +131,16 @@ func TestUnwatchableSubdirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.AddHandler(testType, newRecordingHandler(t))
-	w.fs.InterceptAddWatch(func(d string, add func(string) error) error {
+	fsw, err := dirwatchtest.NewInjectFS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsw.BeforeAdd(func(d string) {
 		if d == victim {
-			_ = os.RemoveAll(victim) // removed during the walk
+			_ = os.RemoveAll(victim) // removed while it is added
 		}
-		return add(d)
 	})
+	w.fs.SetNewFSWatcher(func() (dirwatch.FSWatcher, error) { return fsw, nil })
 	startStarted(t, w)
 	c.waitStatus(t)
 	e.waitStatus(t)

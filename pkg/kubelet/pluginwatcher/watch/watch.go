@@ -6,6 +6,7 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/cache"
 	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/metrics"
 	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/report"
+	"github.com/nodeplug/nodeplug/pkg/util/dirwatch"
 )
 
 // defaultDirPermissions are those of the plugin directory when the watcher
@@ -23,7 +24,7 @@ type Watcher interface {
 	Run(ctx context.Context)
 }
 
-// FSWatcher is the Watcher on fsnotify.
+// FSWatcher is the Watcher on the file system, through pkg/util/dirwatch.
 type FSWatcher struct {
 	w *fsWatcher
 }
@@ -44,9 +45,9 @@ func (f *FSWatcher) Start(ctx context.Context) error { return f.w.start(ctx) }
 // Run implements Watcher.
 func (f *FSWatcher) Run(ctx context.Context) { f.w.run(ctx) }
 
-// InterceptAddWatch makes the watcher add each directory to fsnotify
-// through fn, which is given the directory and fsnotify's own add. Tests
-// use it to make a directory fail; call it before Start.
-func (f *FSWatcher) InterceptAddWatch(fn func(dir string, add func(dir string) error) error) {
-	f.w.addWatch = func(dir string) error { return fn(dir, f.w.fsn.Add) }
+// SetNewFSWatcher makes the watcher use newFS instead of fsnotify (see
+// dirwatch.Options.NewFSWatcher). Tests pass a dirwatchtest.InjectFS, e.g.
+// to make a directory fail; call it before Start.
+func (f *FSWatcher) SetNewFSWatcher(newFS func() (dirwatch.FSWatcher, error)) {
+	f.w.newFS = newFS
 }
