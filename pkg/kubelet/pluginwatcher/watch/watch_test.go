@@ -2,6 +2,7 @@ package watch
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -10,12 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/cache"
 	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/metrics"
 	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/report"
+	"github.com/nodeplug/nodeplug/pkg/util/dirwatch"
+	"github.com/nodeplug/nodeplug/pkg/util/dirwatch/dirwatchtest"
 )
 
 // queued records the paths the watcher queues.
@@ -40,34 +44,16 @@ func (q *queued) has(path string) bool {
 // created later, also in a new subdirectory, are recorded and queued;
 // other files and dot-names are not; a removed socket is forgotten.
 func TestSocketsPopulateDesiredState(t *testing.T) {
-	dir, err := os.MkdirTemp("/tmp", "pww")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	dir := tempDir(t)
 	early := listen(t, filepath.Join(dir, "early.sock"))
 	if err := os.WriteFile(filepath.Join(dir, "file.sock"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 
-	logger, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithCancel(ctx)
-	t.Cleanup(cancel)
-	rep := report.New(report.Config{Interval: time.Hour, Budget: 10})
-	rep.SetLogger(logger)
-	dsw := cache.NewDesiredStateOfWorld(nil)
-	q := &queued{}
-	w := New(dir, dsw, q.add, rep, metrics.New())
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { defer close(done); w.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-
+	dsw, q := startWatch(t, dir, nil)
 	late := listen(t, filepath.Join(dir, "sub", "late.sock"))
 	hidden := listen(t, filepath.Join(dir, ".hidden.sock"))
-	known := func(path string) bool { _, ok := dsw.Get(path); return ok }
+	known := knownIn(dsw)
 	waitFor(t, "both sockets recorded and queued", func() bool {
 		return known(early) && known(late) && q.has(early) && q.has(late)
 	})
@@ -78,6 +64,118 @@ func TestSocketsPopulateDesiredState(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "removed socket forgotten", func() bool { return !known(early) })
+}
+
+// TestDirectoryRenamedIn: sockets inside a directory renamed into the tree
+// are recorded.
+func TestDirectoryRenamedIn(t *testing.T) {
+	dir := tempDir(t)
+	outside := tempDir(t)
+	listen(t, filepath.Join(outside, "x", "deep", "a.sock"))
+	dsw, _ := startWatch(t, dir, nil)
+
+	if err := os.Rename(filepath.Join(outside, "x"), filepath.Join(dir, "x")); err != nil {
+		t.Fatal(err)
+	}
+	moved := filepath.Join(dir, "x", "deep", "a.sock")
+	waitFor(t, "socket in the renamed directory recorded", func() bool { return knownIn(dsw)(moved) })
+}
+
+// TestRootRemoved: when the plugin directory is removed, its sockets are
+// forgotten, the directory is re-created and new sockets in it are
+// recorded.
+func TestRootRemoved(t *testing.T) {
+	dir := tempDir(t)
+	old := filepath.Join(dir, "old.sock")
+	lis, err := net.Listen("unix", old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsw, q := startWatch(t, dir, nil)
+	known := knownIn(dsw)
+	if !known(old) {
+		t.Fatalf("%s not recorded at start", old)
+	}
+
+	// A socket still bound in it pins the directory: the kernel reports
+	// the directory deleted only when the last one is closed.
+	_ = lis.Close()
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "socket forgotten", func() bool { return !known(old) })
+	waitFor(t, "directory re-created", func() bool { fi, err := os.Stat(dir); return err == nil && fi.IsDir() })
+	// The directory may be re-created before it is watched again: create
+	// sockets until one is recorded.
+	var late string
+	waitFor(t, "socket in the re-created directory recorded", func() bool {
+		if late == "" || !known(late) {
+			late = listen(t, filepath.Join(dir, fmt.Sprintf("new.%d.sock", time.Now().UnixNano())))
+		}
+		return known(late) && q.has(late)
+	})
+}
+
+// TestOverflowRescans: after an event overflow the tree is scanned again:
+// sockets whose events were lost are recorded, removed ones forgotten.
+func TestOverflowRescans(t *testing.T) {
+	dir := tempDir(t)
+	gone := listen(t, filepath.Join(dir, "gone.sock"))
+	fsw, err := dirwatchtest.NewInjectFS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsw, _ := startWatch(t, dir, func() (dirwatch.FSWatcher, error) { return fsw, nil })
+	known := knownIn(dsw)
+
+	fsw.Drop(true)
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	lost := listen(t, filepath.Join(dir, "sub", "lost.sock"))
+	fsw.Drop(false)
+	fsw.Inject(fsnotify.ErrEventOverflow)
+	waitFor(t, "rescan after overflow", func() bool { return known(lost) && !known(gone) })
+}
+
+// startWatch starts a watcher of dir (on newFS, if not nil) and runs it
+// until the test ends.
+func startWatch(t *testing.T, dir string, newFS func() (dirwatch.FSWatcher, error)) (cache.DesiredStateOfWorld, *queued) {
+	t.Helper()
+	logger, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	rep := report.New(report.Config{Interval: time.Hour, Budget: 10})
+	rep.SetLogger(logger)
+	dsw := cache.NewDesiredStateOfWorld(nil)
+	q := &queued{}
+	w := New(dir, dsw, q.add, rep, metrics.New())
+	if newFS != nil {
+		w.SetNewFSWatcher(newFS)
+	}
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return dsw, q
+}
+
+func knownIn(dsw cache.DesiredStateOfWorld) func(path string) bool {
+	return func(path string) bool { _, ok := dsw.Get(path); return ok }
+}
+
+// tempDir returns a short new directory (socket paths are limited to
+// about 108 bytes).
+func tempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/tmp", "pww")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
 }
 
 // listen creates a listening unix socket at path (and its directory).
