@@ -11,16 +11,16 @@
 //
 // The watcher is split by role like upstream's plugin manager, but event
 // driven: package watch populates the desired state (package cache) from
-// fsnotify; a per-socket work queue and a dispatcher bounded by package
-// slots feed package reconciler, which compares the desired state with the
-// actual state and drives package executor (gRPC calls, file removals). On
-// top of upstream's behaviour it retries every failure with backoff,
-// de-registers by plugin name and socket path, lets the newest live socket
-// of a plugin win, removes sockets nobody listens on, throttles each plugin
-// name with a token bucket (package throttle), checks that the socket name
-// carries the plugin name (package socket), and rate-limits its logs
-// (package report). This package wires them and is the API the kubelet
-// uses.
+// the file system, watched through pkg/util/dirwatch; a per-socket work
+// queue and a dispatcher bounded by package slots feed package reconciler,
+// which compares the desired state with the actual state and drives
+// package executor (gRPC calls, file removals). On top of upstream's
+// behaviour it retries every failure with backoff, de-registers by plugin
+// name and socket path, lets the newest live socket of a plugin win,
+// removes sockets nobody listens on, throttles each plugin name with a
+// token bucket (package throttle), checks that the socket name carries the
+// plugin name (package socket), and rate-limits its logs (package report).
+// This package wires them and is the API the kubelet uses.
 //
 // Handler has the method set of upstream's
 // k8s.io/kubernetes/pkg/kubelet/pluginmanager/cache.PluginHandler, so the

@@ -44,7 +44,7 @@ type Watcher interface {
 	// both are programming errors (see ValidatePluginType).
 	AddHandler(pluginType string, h Handler)
 	// Start creates the directory if needed, scans it (restart recovery),
-	// starts the fsnotify watch and the dispatcher, and returns. Everything
+	// starts the directory watch and the dispatcher, and returns. Everything
 	// stops when ctx is cancelled. Start may be called only once.
 	Start(ctx context.Context) error
 }
