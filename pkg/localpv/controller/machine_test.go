@@ -203,12 +203,7 @@ func TestMachineMatchedAgainUnblocks(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, nil, machineNode("a", "m1", "u1"), newClass("fast", v1.PersistentVolumeReclaimDelete))
-			f.discover("a", fsReport("a", "vol1"))
-			old := naming.PVNameForID(naming.MachineVolumeID("a", vol1, "m1", "u1"))
-			f.setPhase(old, v1.VolumeBound, true)
-			f.setMachine("a", "m2", "u2")
-			f.sync(nodeKey("a"))
+			f, old := replacedFixture(t)
 			if len(f.blockedClaims()) != 1 {
 				t.Fatal("setup: claim not blocked")
 			}
