@@ -112,7 +112,7 @@ func (p *testPlugin) waitStatus(t testing.TB) *registerapi.RegistrationStatus {
 	select {
 	case s := <-p.statuses:
 		return s
-	case <-time.After(5 * time.Second):
+	case <-time.After(waitTimeout):
 		t.Fatalf("plugin %s got no registration status", p.path)
 		return nil
 	}
@@ -260,9 +260,15 @@ func startWatcherWithLogger(t testing.TB, logger klog.Logger, dir string, opts O
 }
 
 // eventually polls cond until it holds or a bounded wait expires.
+// waitTimeout bounds how long a test waits for something that happens in
+// well under a second on an idle machine. It is no latency check (those are
+// benchmarks): it is long enough for a 2-core machine running -race tests
+// of other packages beside this one.
+const waitTimeout = 30 * time.Second
+
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(waitTimeout)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for: %s", what)

@@ -190,7 +190,7 @@ func TestNodeEvents(t *testing.T) {
 					seen++
 				}
 			}
-		case <-time.After(5 * time.Second):
+		case <-time.After(waitTimeout):
 			t.Fatalf("missing events: %v", want)
 		}
 	}

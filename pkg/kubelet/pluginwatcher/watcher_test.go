@@ -236,7 +236,7 @@ func TestNonGRPCSocket(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		select {
 		case <-accepted:
-		case <-time.After(5 * time.Second):
+		case <-time.After(waitTimeout):
 			t.Fatal("non-gRPC socket was not retried")
 		}
 	}
