@@ -81,7 +81,7 @@ func (c *controller) syncBlockedClaims(ctx context.Context) error {
 
 func (c *controller) writeBlockedClaims(ctx context.Context, want map[string]string) error {
 	name := c.opts.AdmissionPolicyName
-	policy, err := c.getPolicy(ctx, name)
+	policy, err := c.policyLister.Get(name)
 	if apierrors.IsNotFound(err) {
 		if len(want) == 0 {
 			return nil
@@ -108,15 +108,6 @@ func (c *controller) writeBlockedClaims(ctx context.Context, want map[string]str
 	}
 	klog.FromContext(ctx).V(2).Info("Wrote the blocked claims", "policy", name, "claims", len(want))
 	return nil
-}
-
-// getPolicy reads the policy from the informer's cache when the master has
-// one, else from the apiserver.
-func (c *controller) getPolicy(ctx context.Context, name string) (*admissionv1.ValidatingAdmissionPolicy, error) {
-	if c.policyLister != nil {
-		return c.policyLister.Get(name)
-	}
-	return c.kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, name, metav1.GetOptions{})
 }
 
 // warnUnenforced puts a Warning Event on each bound PV of a replaced

@@ -137,6 +137,7 @@ func TestBlockedClaimsPolicyProblems(t *testing.T) {
 			f, old := replacedFixture(t)
 			f.events()
 			tc.breakIt(f)
+			f.syncStores()
 			err := f.c.sync(t.Context(), blockedClaimsKey)
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("sync error = %v, want one with %q", err, tc.wantErr)

@@ -77,10 +77,9 @@ type Informers struct {
 	// Notifications watches localpv.nodeplug.io NodeDiskState objects
 	// through a dynamic informer.
 	Notifications cache.SharedIndexInformer
-	// AdmissionPolicies, when set, watches the replaced-machine admission
-	// policy (it may be limited to that one name), so that the blocked
-	// claims are written again when someone re-applies or re-creates it.
-	// When nil, the master reads the policy from the apiserver.
+	// AdmissionPolicies watches the replaced-machine admission policy (it
+	// may be limited to that one name), so that the blocked claims are
+	// written again when someone re-applies or re-creates it.
 	AdmissionPolicies admissionregistrationinformers.ValidatingAdmissionPolicyInformer
 }
 
@@ -92,14 +91,13 @@ type controller struct {
 	clock    clock.WithTicker
 	limiter  *rate.Limiter
 
-	nodeLister corelisters.NodeLister
-	pvLister   corelisters.PersistentVolumeLister
-	pvIndexer  cache.Indexer
-	scLister   storagelisters.StorageClassLister
-	jobLister  batchlisters.JobLister
-	jobIndexer cache.Indexer
-	podLister  corelisters.PodLister
-	// policyLister is nil when the master watches no admission policy.
+	nodeLister   corelisters.NodeLister
+	pvLister     corelisters.PersistentVolumeLister
+	pvIndexer    cache.Indexer
+	scLister     storagelisters.StorageClassLister
+	jobLister    batchlisters.JobLister
+	jobIndexer   cache.Indexer
+	podLister    corelisters.PodLister
 	policyLister admissionregistrationlisters.ValidatingAdmissionPolicyLister
 	synced       []cache.InformerSynced
 
@@ -151,7 +149,7 @@ func newController(ctx context.Context, kube kubernetes.Interface, inf Informers
 		limiter:    rate.NewLimiter(rate.Limit(opts.DiscoveryQPS), max(opts.DiscoveryBurst, 1)),
 		nodeLister: inf.Nodes.Lister(), pvLister: inf.PVs.Lister(), pvIndexer: inf.PVs.Informer().GetIndexer(),
 		scLister: inf.StorageClasses.Lister(), jobLister: inf.Jobs.Lister(), jobIndexer: inf.Jobs.Informer().GetIndexer(),
-		podLister: inf.Pods.Lister(),
+		podLister: inf.Pods.Lister(), policyLister: inf.AdmissionPolicies.Lister(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, opts.RetryMax),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "local_volume_provisioner", Clock: opts.Clock}),
@@ -169,11 +167,7 @@ func newController(ctx context.Context, kube kubernetes.Interface, inf Informers
 	}
 	c.synced = []cache.InformerSynced{inf.Nodes.Informer().HasSynced, inf.PVs.Informer().HasSynced,
 		inf.StorageClasses.Informer().HasSynced, inf.Jobs.Informer().HasSynced, inf.Pods.Informer().HasSynced,
-		inf.Notifications.HasSynced}
-	if inf.AdmissionPolicies != nil {
-		c.policyLister = inf.AdmissionPolicies.Lister()
-		c.synced = append(c.synced, inf.AdmissionPolicies.Informer().HasSynced)
-	}
+		inf.Notifications.HasSynced, inf.AdmissionPolicies.Informer().HasSynced}
 	return c, nil
 }
 

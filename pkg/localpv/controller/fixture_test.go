@@ -91,7 +91,8 @@ func (f *fixture) restart() {
 	f.notif = &nf
 	f.inf = Informers{Nodes: f.factory.Core().V1().Nodes(), PVs: f.factory.Core().V1().PersistentVolumes(),
 		StorageClasses: f.factory.Storage().V1().StorageClasses(), Jobs: f.factory.Batch().V1().Jobs(),
-		Pods: f.factory.Core().V1().Pods(), Notifications: nf.ForResource(v1alpha1.SchemeGroupVersionResource).Informer()}
+		Pods: f.factory.Core().V1().Pods(), Notifications: nf.ForResource(v1alpha1.SchemeGroupVersionResource).Informer(),
+		AdmissionPolicies: f.factory.Admissionregistration().V1().ValidatingAdmissionPolicies()}
 	_, ctx := ktesting.NewTestContext(f.t)
 	c, err := newController(ctx, f.kube, f.inf, f.recorder, Options{
 		Config: f.cfg, ProvisionerName: "nodeplug.io/local-volume-provisioner", Clock: f.clock,
@@ -148,6 +149,8 @@ func (f *fixture) syncStores() {
 	replace(f.inf.Jobs.Informer().GetStore(), js, err)
 	pods, err := f.kube.CoreV1().Pods(testNS).List(ctx, metav1.ListOptions{})
 	replace(f.inf.Pods.Informer().GetStore(), pods, err)
+	policies, err := f.kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().List(ctx, metav1.ListOptions{})
+	replace(f.inf.AdmissionPolicies.Informer().GetStore(), policies, err)
 }
 
 // sync runs one key and refreshes the caches.
