@@ -17,8 +17,8 @@ import (
 // machine no longer runs under its node's name.
 const (
 	// ReplacedMachineBlockPods keeps the PV, marks it and refuses new pods
-	// that use its claim (through the blocked-claims ConfigMap and the
-	// admission policy that reads it).
+	// that use its claim (the master writes the claim into the admission
+	// policy's blockedClaims variable).
 	ReplacedMachineBlockPods = "BlockPods"
 	// ReplacedMachineWarn keeps the PV and marks it, but blocks no pod.
 	ReplacedMachineWarn = "Warn"
