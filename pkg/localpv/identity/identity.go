@@ -1,0 +1,145 @@
+package identity
+
+import (
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// ID is a disk identity; the empty ID is unknown.
+type ID string
+
+// Kinds of identity.
+const (
+	// KindWWN is a world wide name, NVMe EUI-64 or NGUID as the kernel's
+	// wwid attribute gives it (naa., eui., nguid.).
+	KindWWN = "wwn"
+	// KindSerial is a disk's serial number with its model and size.
+	KindSerial = "serial"
+	// KindFS is a directory: its file system's UUID and its file handle.
+	KindFS = "fs"
+	// KindLoop is a loop device: its backing file, offset and size limit.
+	KindLoop = "loop"
+	// KindFileHandle is a directory on a file system without a UUID: its
+	// file handle alone.
+	KindFileHandle = "fh"
+)
+
+// MaxLength bounds an identity; longer ones are refused by Valid.
+const MaxLength = 512
+
+// WWN returns the identity of a disk with a world wide name.
+func WWN(wwid string) ID { return ID(KindWWN + ":" + esc(wwid)) }
+
+// Serial returns the identity of a disk by its serial number, model and size.
+func Serial(model, serial string, size int64) ID {
+	return ID(KindSerial + ":" + esc(model) + ":" + esc(serial) + ":" + strconv.FormatInt(size, 10))
+}
+
+// FS returns the identity of a directory on a file system with a UUID.
+func FS(uuid string, handleType int32, handle []byte) ID {
+	return ID(KindFS + ":" + esc(uuid) + ":" + fileHandle(handleType, handle))
+}
+
+// FileHandle returns the weak identity of a directory on a file system
+// without a UUID.
+func FileHandle(handleType int32, handle []byte) ID {
+	return ID(KindFileHandle + ":" + fileHandle(handleType, handle))
+}
+
+// Loop returns the weak identity of a loop device.
+func Loop(backingFile string, offset, sizeLimit int64) ID {
+	return ID(KindLoop + ":" + strconv.FormatInt(offset, 10) + ":" + strconv.FormatInt(sizeLimit, 10) + ":" + esc(backingFile))
+}
+
+func fileHandle(t int32, h []byte) string { return strconv.Itoa(int(t)) + "." + hex.EncodeToString(h) }
+
+func esc(s string) string { return url.PathEscape(s) }
+
+// Kind returns the identity's kind, or "" for the unknown identity.
+func (id ID) Kind() string {
+	k, _, _ := strings.Cut(string(id), ":")
+	return k
+}
+
+// Known reports whether the identity says anything.
+func (id ID) Known() bool { return id != "" }
+
+// Strong reports whether the identity comes from the device or file system
+// itself, so that it proves the same disk on another machine.
+func (id ID) Strong() bool {
+	switch id.Kind() {
+	case KindWWN, KindSerial, KindFS:
+		return true
+	}
+	return false
+}
+
+// Valid checks an identity read from an untrusted source (a report, an
+// annotation): a known kind, printable, bounded.
+func (id ID) Valid() error {
+	if id == "" {
+		return nil
+	}
+	if len(id) > MaxLength {
+		return fmt.Errorf("disk identity longer than %d bytes", MaxLength)
+	}
+	switch k, rest, ok := strings.Cut(string(id), ":"); {
+	case !ok || rest == "":
+		return fmt.Errorf("disk identity %q has no fields", id)
+	case k != KindWWN && k != KindSerial && k != KindFS && k != KindLoop && k != KindFileHandle:
+		return fmt.Errorf("disk identity %q has unknown kind %q", id, k)
+	}
+	for _, r := range id {
+		if r <= ' ' || r > '~' {
+			return fmt.Errorf("disk identity %q has a character outside printable ASCII", id)
+		}
+	}
+	return nil
+}
+
+// Match is the result of comparing a recorded identity with a current one.
+type Match int
+
+const (
+	// Unknown: the two cannot be compared (one is unknown, or they are of
+	// different kinds).
+	Unknown Match = iota
+	// Same: the identities are equal.
+	Same
+	// Different: both are of one kind and differ.
+	Different
+)
+
+func (m Match) String() string {
+	switch m {
+	case Same:
+		return "same"
+	case Different:
+		return "different"
+	}
+	return "unknown"
+}
+
+// Compare compares two identities. Different needs both of one kind.
+func Compare(recorded, current ID) Match {
+	switch {
+	case recorded == "" || current == "":
+		return Unknown
+	case recorded == current:
+		return Same
+	case recorded.Kind() == current.Kind():
+		return Different
+	}
+	return Unknown
+}
+
+// SameDisk reports whether two identities prove one disk on two machines:
+// they are equal and strong.
+func SameDisk(a, b ID) bool { return a == b && a.Strong() }
+
+// DifferentDisk reports whether two identities prove two different disks
+// on two machines: both strong, of one kind, and unequal.
+func DifferentDisk(a, b ID) bool { return a.Strong() && b.Strong() && Compare(a, b) == Different }
