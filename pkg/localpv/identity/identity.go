@@ -73,6 +73,13 @@ func (id ID) Strong() bool {
 	switch id.Kind() {
 	case KindWWN, KindSerial, KindFS:
 		return true
+	case KindPartition:
+		parts := strings.SplitN(string(id), ":", 4)
+		if len(parts) < 4 {
+			return false
+		}
+		disk, err := url.PathUnescape(parts[3])
+		return err == nil && ID(disk).Strong()
 	}
 	return false
 }
@@ -89,7 +96,7 @@ func (id ID) Valid() error {
 	switch k, rest, ok := strings.Cut(string(id), ":"); {
 	case !ok || rest == "":
 		return fmt.Errorf("disk identity %q has no fields", id)
-	case k != KindWWN && k != KindSerial && k != KindFS && k != KindLoop && k != KindFileHandle:
+	case !knownKind(k):
 		return fmt.Errorf("disk identity %q has unknown kind %q", id, k)
 	}
 	for _, r := range id {
@@ -143,3 +150,11 @@ func SameDisk(a, b ID) bool { return a == b && a.Strong() }
 // DifferentDisk reports whether two identities prove two different disks
 // on two machines: both strong, of one kind, and unequal.
 func DifferentDisk(a, b ID) bool { return a.Strong() && b.Strong() && Compare(a, b) == Different }
+
+func knownKind(k string) bool {
+	switch k {
+	case KindWWN, KindSerial, KindFS, KindLoop, KindFileHandle, KindPartition:
+		return true
+	}
+	return false
+}

@@ -65,9 +65,9 @@ func TestValid(t *testing.T) {
 
 func TestDisk(t *testing.T) {
 	for _, tc := range []struct {
-		name                string
+		name               string
 		wwn, model, serial string
-		want                ID
+		want               ID
 	}{
 		{"wwn wins", "naa.1", "M", "S", WWN("naa.1")},
 		{"serial", "", "M", "S", Serial("M", "S", 10)},

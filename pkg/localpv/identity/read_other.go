@@ -8,3 +8,7 @@ import "errors"
 func Directory(path string) (ID, error) {
 	return "", errors.New("directory identity is only read on Linux")
 }
+
+func deviceNumber(devPath string) (uint32, uint32, error) {
+	return 0, 0, errors.New("device numbers are only read on Linux")
+}

@@ -51,6 +51,21 @@ const (
 	// AnnMachineReplaced.
 	LabelMachineReplaced = prefix + "machine-replaced"
 
+	// AnnDiskID records what a PV's disk is (package identity): written
+	// when the PV is published, or on first sight for older PVs, and
+	// checked by every cleanup Job before it wipes.
+	AnnDiskID = prefix + "disk-id"
+	// AnnDiskReplaced is set on a kept PV whose path now leads to another
+	// disk than the one it was published for, with the time it was noticed.
+	AnnDiskReplaced = prefix + "disk-replaced-since"
+
+	// CleanupIdentityMismatch starts the termination message of a cleanup
+	// Job that found another machine or another disk than its PV's, and so
+	// wiped nothing; its container exits with CleanupIdentityMismatchCode.
+	CleanupIdentityMismatch = "identity-mismatch: "
+	// CleanupIdentityMismatchCode is the exit code of that container.
+	CleanupIdentityMismatchCode = 3
+
 	// AnnProvisionedBy is the standard annotation naming a PV's provisioner.
 	AnnProvisionedBy = "pv.kubernetes.io/provisioned-by"
 

@@ -1,6 +1,11 @@
 package report
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
+)
 
 // MaxDisks bounds the disks listed in a report's inventory; DisksTotal
 // counts them all.
@@ -51,12 +56,16 @@ type Disk struct {
 	// first sectors (gpt, dos, ext4, xfs, ...), SignatureNone, or
 	// SignatureUnknown when the device could not be read.
 	Signature string `json:"sig,omitempty"`
+	// Busy is set when the device could not be opened exclusively
+	// (O_EXCL): something holds it (a mount, md, device-mapper, another
+	// exclusive opener).
+	Busy bool `json:"busy,omitempty"`
 }
 
 // Unused reports whether the disk holds no partition, no stacked device and
 // no signature, as far as the probe could tell.
 func (d *Disk) Unused() bool {
-	return d.Partitions == 0 && d.Holders == 0 && d.Signature == SignatureNone
+	return d.Partitions == 0 && d.Holders == 0 && !d.Busy && d.Signature == SignatureNone
 }
 
 func checkDisks(r *Report) error {
@@ -70,6 +79,9 @@ func checkDisks(r *Report) error {
 	}
 	for _, c := range r.Classes {
 		for _, v := range c.Volumes {
+			if err := checkVolumeIdentity(v.ID, v.Dev); err != nil {
+				return fmt.Errorf("class %q volume %q: %w", c.Name, v.Name, err)
+			}
 			if v.Disk == nil {
 				continue
 			}
@@ -77,6 +89,25 @@ func checkDisks(r *Report) error {
 				return fmt.Errorf("class %q volume %q: %w", c.Name, v.Name, err)
 			}
 		}
+	}
+	if len(r.Held) > MaxHeld {
+		return fmt.Errorf("%d held paths exceed %d", len(r.Held), MaxHeld)
+	}
+	for _, h := range r.Held {
+		if err := checkVolumeIdentity(h.ID, h.Dev); err != nil {
+			return fmt.Errorf("held path %q: %w", h.Path, err)
+		}
+	}
+	return nil
+}
+
+// checkVolumeIdentity checks the identity and device name a node reports.
+func checkVolumeIdentity(id identity.ID, dev string) error {
+	if err := id.Valid(); err != nil {
+		return err
+	}
+	if len(dev) > 64 || strings.ContainsAny(dev, "/\x00 ") {
+		return fmt.Errorf("bad device name %q", dev)
 	}
 	return nil
 }

@@ -1,5 +1,7 @@
 package report
 
+import "github.com/nodeplug/nodeplug/pkg/localpv/identity"
+
 // Version is the report format version written by this package.
 const Version = 1
 
@@ -26,6 +28,26 @@ type Report struct {
 	Disks []Disk `json:"disks,omitempty"`
 	// DisksTotal counts every disk, also those left out of Disks.
 	DisksTotal int `json:"disksTotal,omitempty"`
+	// Held are the other local PVs of the node that the Job was asked to
+	// resolve (PVs of other provisioners, installations or classes), at
+	// most MaxHeld: what each path leads to now.
+	Held []Held `json:"held,omitempty"`
+}
+
+// MaxHeld bounds the held paths of one report.
+const MaxHeld = 64
+
+// Held is what the path of a PV the master does not publish leads to.
+type Held struct {
+	// Path is the PV's path on the host, as the Job was given it.
+	Path string `json:"p"`
+	// Dev is the kernel name of the block device it resolves to, if any.
+	Dev string `json:"dev,omitempty"`
+	// ID is the identity of what it leads to (a disk, partition or
+	// directory), if known.
+	ID identity.ID `json:"id,omitempty"`
+	// Error says why the path could not be resolved.
+	Error string `json:"error,omitempty"`
 }
 
 // Class is the discovery result of one storage class.
@@ -55,6 +77,13 @@ type Volume struct {
 	// Disk is set for a disk chosen by a class's disk selector: its
 	// properties, which become PV labels.
 	Disk *Disk `json:"disk,omitempty"`
+	// ID is the identity of what the entry leads to now (package
+	// identity); empty when it cannot be known.
+	ID identity.ID `json:"id,omitempty"`
+	// Dev is, for a block entry, the kernel name of the device it
+	// resolves to (sdb, sdb1, loop3), so that the master sees one disk
+	// reached under two paths.
+	Dev string `json:"dev,omitempty"`
 }
 
 // Skipped is an entry that matched but was not published.
