@@ -52,20 +52,39 @@ func BlockedClaimsExpression(claims map[string]string) string {
 	return b.String()
 }
 
-// syncBlockedClaims writes the claims of PVs marked machine-replaced into
-// the admission policy and sets the gauges. Under the Warn policy it writes
-// no claim.
+// syncBlockedClaims writes the claims of PVs marked machine-replaced or
+// disk-replaced into the admission policy and sets the gauges. Only a PV
+// Bound to the live claim of its claimRef's name blocks it: a released PV,
+// or a claim created again under the same name, blocks nothing. Under the
+// Warn policy it writes no claim.
 func (c *controller) syncBlockedClaims(ctx context.Context) error {
-	pvs, err := c.pvLister.List(labels.SelectorFromSet(labels.Set{
-		jobs.LabelManagedBy: jobs.ManagedByValue, jobs.LabelMachineReplaced: "true"}))
+	all, err := c.pvLister.List(labels.SelectorFromSet(labels.Set{jobs.LabelManagedBy: jobs.ManagedByValue}))
 	if err != nil {
 		return err
 	}
-	metrics.ReplacedMachineVolumes.Set(float64(len(pvs)))
+	var pvs []*v1.PersistentVolume
+	replaced := 0
+	for _, pv := range all {
+		if !c.owns(pv) {
+			continue
+		}
+		if pv.Labels[jobs.LabelMachineReplaced] == "true" {
+			replaced++
+		}
+		if pv.Labels[jobs.LabelMachineReplaced] == "true" || pv.Labels[jobs.LabelDiskReplaced] == "true" {
+			pvs = append(pvs, pv)
+		}
+	}
+	metrics.ReplacedMachineVolumes.Set(float64(replaced))
 	want := map[string]string{}
 	if c.opts.ReplacedMachinePolicy == ReplacedMachineBlockPods {
 		for _, pv := range pvs {
-			if ref := pv.Spec.ClaimRef; ref != nil && pv.DeletionTimestamp == nil {
+			live, err := c.liveClaimOf(ctx, pv)
+			if err != nil {
+				return fmt.Errorf("failed to read the claim of PV %s: %w", pv.Name, err)
+			}
+			if live {
+				ref := pv.Spec.ClaimRef
 				want[BlockedClaimKey(ref.Namespace, ref.Name)] = pv.Name
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/nodeplug/localpv-api/localpv/v1alpha1"
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
+	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
@@ -249,7 +251,28 @@ func (f *fixture) finishPodWith(name string, succeeded bool, mutate func(*v1.Pod
 }
 
 // discover runs a full discovery cycle on a node with the given report.
+// Volumes without an identity get one derived from their node, class and
+// name, as a disk that stays at its path has; discoverRaw leaves them as
+// they are.
 func (f *fixture) discover(node string, r *report.Report) {
+	f.t.Helper()
+	for i := range r.Classes {
+		for j := range r.Classes[i].Volumes {
+			if v := &r.Classes[i].Volumes[j]; v.ID == "" {
+				v.ID = testDiskID(node, r.Classes[i].Name, v.Name)
+			}
+		}
+	}
+	f.discoverRaw(node, r)
+}
+
+// testDiskID is the identity discover gives a volume that has none.
+func testDiskID(node, class, name string) identity.ID {
+	return identity.FileHandle(1, []byte(node+"/"+class+"/"+name))
+}
+
+// discoverRaw is discover without identities filled in.
+func (f *fixture) discoverRaw(node string, r *report.Report) {
 	f.t.Helper()
 	f.c.requestDiscovery(node)
 	f.sync(nodeKey(node))
@@ -295,6 +318,7 @@ func (f *fixture) setPhase(name string, phase v1.PersistentVolumePhase, claimed 
 	f.t.Helper()
 	pv := f.pv(name)
 	if claimed {
+		f.ensureClaim("default", "claim", "claim-uid")
 		pv.Spec.ClaimRef = &v1.ObjectReference{Namespace: "default", Name: "claim", UID: "claim-uid"}
 		if _, err := f.kube.CoreV1().PersistentVolumes().Update(f.t.Context(), pv, metav1.UpdateOptions{}); err != nil {
 			f.t.Fatal(err)
@@ -306,6 +330,16 @@ func (f *fixture) setPhase(name string, phase v1.PersistentVolumePhase, claimed 
 		f.t.Fatal(err)
 	}
 	f.syncStores()
+}
+
+// ensureClaim creates a claim with a UID unless one of that name exists.
+func (f *fixture) ensureClaim(ns, name string, uid types.UID) {
+	f.t.Helper()
+	pvc := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uid}}
+	if _, err := f.kube.CoreV1().PersistentVolumeClaims(ns).Create(f.t.Context(), pvc, metav1.CreateOptions{}); err != nil &&
+		!apierrors.IsAlreadyExists(err) {
+		f.t.Fatal(err)
+	}
 }
 
 func (f *fixture) notify(node string, generation int64) {
@@ -334,7 +368,8 @@ func newClass(name string, policy v1.PersistentVolumeReclaimPolicy) *storagev1.S
 func fsReport(node string, names ...string) *report.Report {
 	c := report.Class{Name: "fast"}
 	for _, n := range names {
-		c.Volumes = append(c.Volumes, report.Volume{Name: n, Kind: report.KindDirectory, Capacity: 20<<30 + 12345})
+		c.Volumes = append(c.Volumes, report.Volume{Name: n, Kind: report.KindDirectory, Capacity: 20<<30 + 12345,
+			ID: testDiskID(node, "fast", n)})
 	}
 	return &report.Report{Version: report.Version, Node: node, Classes: []report.Class{c, {Name: "blk"}}}
 }

@@ -97,7 +97,7 @@ func (c *controller) onPV(obj interface{}) {
 		obj = t.Obj
 	}
 	pv, ok := obj.(*v1.PersistentVolume)
-	if !ok || !managed(pv) {
+	if !ok || !c.owns(pv) {
 		return
 	}
 	if id := pv.Labels[jobs.LabelVolumeID]; id != "" {
@@ -109,7 +109,7 @@ func (c *controller) onPV(obj interface{}) {
 // onMarkedPV rewrites the blocked claims when a PV marked machine-replaced
 // changes: it was marked, unmarked, bound, released or deleted.
 func (c *controller) onMarkedPV(obj interface{}) {
-	if pv, ok := obj.(*v1.PersistentVolume); ok && pv.Labels[jobs.LabelMachineReplaced] != "" {
+	if pv, ok := obj.(*v1.PersistentVolume); ok && (pv.Labels[jobs.LabelMachineReplaced] != "" || pv.Labels[jobs.LabelDiskReplaced] != "") {
 		c.queue.Add(blockedClaimsKey)
 	}
 }

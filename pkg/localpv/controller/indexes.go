@@ -18,6 +18,9 @@ const (
 	// indexNodePath maps node name and host path to the master's PVs (of
 	// every machine that ran under the name) and to cleanup Jobs.
 	indexNodePath = "nodePath"
+	// indexHostname maps a hostname to every local PV pinned to it,
+	// whoever published it.
+	indexHostname = "hostname"
 )
 
 var pvIndexers = cache.Indexers{
@@ -52,6 +55,13 @@ var pvIndexers = cache.Indexers{
 			out = append(out, hostPathKey(h, pv.Spec.Local.Path))
 		}
 		return out, nil
+	},
+	indexHostname: func(obj interface{}) ([]string, error) {
+		pv, ok := obj.(*v1.PersistentVolume)
+		if !ok || pv.Spec.Local == nil {
+			return nil, nil
+		}
+		return hostnames(pv), nil
 	},
 }
 
@@ -88,32 +98,46 @@ func hostnames(pv *v1.PersistentVolume) []string {
 	return out
 }
 
+// managed reports whether a PV carries the provisioners' managed-by label:
+// it is this master's or another installation's.
 func managed(pv *v1.PersistentVolume) bool {
 	return pv.Labels[jobs.LabelManagedBy] == jobs.ManagedByValue
 }
 
-// managedPV returns the master's PV of a volume, or nil.
-func (c *controller) managedPV(id string) (*v1.PersistentVolume, error) {
-	objs, err := c.pvIndexer.ByIndex(indexVolume, id)
-	if err != nil {
-		return nil, fmt.Errorf("failed to look up PV of volume %s: %w", id, err)
-	}
-	if len(objs) == 0 {
-		return nil, nil
-	}
-	return objs[0].(*v1.PersistentVolume), nil
+// owns reports whether a PV is this master's: managed, provisioned by its
+// provisioner name, of a class no other installation claimed. Another
+// installation's PVs are never acted on.
+func (c *controller) owns(pv *v1.PersistentVolume) bool {
+	return managed(pv) && pv.Annotations[jobs.AnnProvisionedBy] == c.opts.ProvisionerName &&
+		!c.classOwnedElsewhere(pv.Annotations[jobs.AnnClass])
 }
 
-func (c *controller) pvsOnNode(node string) ([]*v1.PersistentVolume, error) {
-	objs, err := c.pvIndexer.ByIndex(indexNode, node)
+// ownedByIndex returns the master's own PVs under one index value.
+func (c *controller) ownedByIndex(index, value string) ([]*v1.PersistentVolume, error) {
+	objs, err := c.pvIndexer.ByIndex(index, value)
 	if err != nil {
-		return nil, fmt.Errorf("failed to look up PVs of node %s: %w", node, err)
+		return nil, fmt.Errorf("failed to look up PVs by %s: %w", index, err)
 	}
 	out := make([]*v1.PersistentVolume, 0, len(objs))
 	for _, o := range objs {
-		out = append(out, o.(*v1.PersistentVolume))
+		if pv := o.(*v1.PersistentVolume); c.owns(pv) {
+			out = append(out, pv)
+		}
 	}
 	return out, nil
+}
+
+// managedPV returns the master's PV of a volume, or nil.
+func (c *controller) managedPV(id string) (*v1.PersistentVolume, error) {
+	pvs, err := c.ownedByIndex(indexVolume, id)
+	if err != nil || len(pvs) == 0 {
+		return nil, err
+	}
+	return pvs[0], nil
+}
+
+func (c *controller) pvsOnNode(node string) ([]*v1.PersistentVolume, error) {
+	return c.ownedByIndex(indexNode, node)
 }
 
 // pathTaken reports whether a local PV other than the master's PVs of this
@@ -124,7 +148,7 @@ func (c *controller) pathTaken(node, hostname, path string) (bool, error) {
 		return false, fmt.Errorf("failed to look up PVs of path %s: %w", path, err)
 	}
 	for _, o := range objs {
-		if pv := o.(*v1.PersistentVolume); !managed(pv) || pv.Annotations[jobs.AnnNode] != node {
+		if pv := o.(*v1.PersistentVolume); !c.owns(pv) || pv.Annotations[jobs.AnnNode] != node {
 			return true, nil
 		}
 	}
@@ -133,15 +157,36 @@ func (c *controller) pathTaken(node, hostname, path string) (bool, error) {
 
 // pvsAt returns the master's PVs of a path on a node name, of any machine.
 func (c *controller) pvsAt(node, path string) ([]*v1.PersistentVolume, error) {
-	objs, err := c.pvIndexer.ByIndex(indexNodePath, hostPathKey(node, path))
+	return c.ownedByIndex(indexNodePath, hostPathKey(node, path))
+}
+
+// heldPaths returns the paths of the node's local PVs that discovery does
+// not report as volumes: other provisioners' and installations' PVs, and the
+// master's own PVs of classes no longer configured. Discovery resolves them,
+// so that a disk behind any PV is never published a second time.
+func (c *controller) heldPaths(node *v1.Node) []string {
+	hostname := node.Labels[v1.LabelHostname]
+	if hostname == "" {
+		return nil
+	}
+	objs, err := c.pvIndexer.ByIndex(indexHostname, hostname)
 	if err != nil {
-		return nil, fmt.Errorf("failed to look up PVs of path %s: %w", path, err)
+		return nil
 	}
-	out := make([]*v1.PersistentVolume, 0, len(objs))
+	seen := map[string]bool{}
+	var out []string
 	for _, o := range objs {
-		out = append(out, o.(*v1.PersistentVolume))
+		pv := o.(*v1.PersistentVolume)
+		if _, configured := c.cfg.StorageClassMap[pv.Annotations[jobs.AnnClass]]; c.owns(pv) && configured {
+			continue
+		}
+		if p := pv.Spec.Local.Path; !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
 	}
-	return out, nil
+	sort.Strings(out)
+	return out
 }
 
 // pathLocked reports whether a path of a node name has a cleanup Job that

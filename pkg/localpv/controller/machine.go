@@ -127,17 +127,15 @@ func (c *controller) recordMachine(ctx context.Context, pv *v1.PersistentVolume,
 }
 
 // handleReplacedPV deletes an unused PV of a replaced machine and marks a
-// used one. A released PV is deleted without a wipe: its disk left with its
-// machine, and a cleanup Job pinned to the node name would wipe the new
-// machine's disk.
+// used one. A released PV is kept and marked too: no cleanup Job runs for it
+// (one pinned to the node name would run on the new machine), and only a
+// discovery report decides: the same disk at its path hands it to the new
+// machine, which wipes it; a provably different disk drops it without a wipe.
 func (c *controller) handleReplacedPV(ctx context.Context, node *v1.Node, pv *v1.PersistentVolume, rec, cur machine) error {
-	switch {
-	case unclaimed(pv):
+	if unclaimed(pv) {
 		c.event(pv, v1.EventTypeWarning, "MachineReplaced", "Node %s runs on another machine (%s, the disk was on %s); deleting the unused PV",
 			node.Name, cur, rec)
 		return c.deletePV(ctx, pv, true, "machine_replaced")
-	case cleanable(pv):
-		return c.dropReplacedPV(ctx, pv)
 	}
 	return c.markReplaced(ctx, node, pv, rec, cur)
 }
@@ -154,8 +152,8 @@ func (c *controller) dropReplacedPV(ctx context.Context, pv *v1.PersistentVolume
 	if pv.DeletionTimestamp != nil {
 		return nil
 	}
-	c.event(pv, v1.EventTypeWarning, "MachineReplaced", "The PV's machine no longer runs under node %s; deleting the released PV without a wipe",
-		pv.Annotations[jobs.AnnNode])
+	c.event(pv, v1.EventTypeWarning, "MachineReplaced", "The PV's machine no longer runs under node %s and its path leads to another "+
+		"disk; deleting the released PV without a wipe", pv.Annotations[jobs.AnnNode])
 	return c.deletePV(ctx, pv, false, "machine_replaced")
 }
 
@@ -181,7 +179,8 @@ func (c *controller) markReplaced(ctx context.Context, node *v1.Node, pv *v1.Per
 			" and " + jobs.AnnSystemUUID + " annotations to the new machine's to accept its disk"
 	}
 	c.event(pv, v1.EventTypeWarning, "MachineReplaced", "%s", msg)
-	return c.warnClaimPods(ctx, pv, msg)
+	c.warnClaim(ctx, pv, "MachineReplaced", msg, v1.VolumeHealthDataLoss)
+	return nil
 }
 
 // unmarkReplaced clears the mark of a PV whose machine is back or that an
@@ -195,33 +194,8 @@ func (c *controller) unmarkReplaced(ctx context.Context, pv *v1.PersistentVolume
 	}
 	c.queue.Add(blockedClaimsKey)
 	c.event(pv, v1.EventTypeNormal, "MachineMatched", "The PV's machine runs under node %s again; pods may use it", pv.Annotations[jobs.AnnNode])
+	c.clearClaimHealth(ctx, pv)
 	return nil
-}
-
-// warnClaimPods puts the warning on a PV's claim and the pods that use it.
-func (c *controller) warnClaimPods(ctx context.Context, pv *v1.PersistentVolume, msg string) error {
-	ref := pv.Spec.ClaimRef
-	if ref == nil {
-		return nil
-	}
-	c.event(&v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: ref.Namespace, UID: ref.UID}},
-		v1.EventTypeWarning, "MachineReplaced", "PV %s: %s", pv.Name, msg)
-	pods, err := c.kube.CoreV1().Pods(ref.Namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("failed to list the pods of claim %s/%s: %w", ref.Namespace, ref.Name, err)
-	}
-	for i := range pods.Items {
-		if usesClaim(&pods.Items[i], ref.Name) {
-			c.event(&pods.Items[i], v1.EventTypeWarning, "MachineReplaced", "Claim %s, PV %s: %s", ref.Name, pv.Name, msg)
-		}
-	}
-	return nil
-}
-
-func usesClaim(pod *v1.Pod, claim string) bool {
-	return slices.ContainsFunc(pod.Spec.Volumes, func(v v1.Volume) bool {
-		return v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim
-	})
 }
 
 // replacedPV reports whether a PV's machine no longer runs under its node's

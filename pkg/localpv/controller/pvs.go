@@ -21,18 +21,23 @@ import (
 )
 
 // reconcileNode publishes the accepted volumes of a report and handles the
-// node's PVs whose volumes were not reported.
-func (c *controller) reconcileNode(ctx context.Context, node *v1.Node, res *validation.Result) error {
+// node's PVs whose volumes were not reported. held is what the paths of the
+// node's other local PVs lead to.
+func (c *controller) reconcileNode(ctx context.Context, node *v1.Node, res *validation.Result, held []report.Held) error {
 	hostname := node.Labels[v1.LabelHostname]
 	if hostname == "" {
 		c.event(node, v1.EventTypeWarning, "MissingHostnameLabel", "Node has no %s label; no PV can be published", v1.LabelHostname)
 		return nil
 	}
+	taken, err := c.takenOn(node, res, held)
+	if err != nil {
+		return err
+	}
 	present := map[string]bool{}
 	var errs []error
 	for _, v := range res.Accepted {
 		present[v.HostPath] = true
-		if err := c.publish(ctx, node, hostname, v); err != nil {
+		if err := c.publish(ctx, node, hostname, v, taken); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -47,20 +52,19 @@ func (c *controller) reconcileNode(ctx context.Context, node *v1.Node, res *vali
 	return aggregate(errs)
 }
 
-// publish creates the PV of one accepted volume unless it has one, or its
-// cleanup has not succeeded.
-func (c *controller) publish(ctx context.Context, node *v1.Node, hostname string, v validation.Volume) error {
+// publish creates the PV of one accepted volume unless its path already has
+// the volume's PV, its disk is behind another PV, or its cleanup has not
+// succeeded. A disk is matched by what it is (its identity), not by its path.
+func (c *controller) publish(ctx context.Context, node *v1.Node, hostname string, v validation.Volume, taken *takenDisks) error {
 	logger := klog.FromContext(ctx)
-	cur := machineOf(node)
 	pvs, err := c.pvsAt(node.Name, v.HostPath)
 	if err != nil {
 		return err
 	}
-	for _, pv := range pvs {
-		if !recordedMachine(pv).differs(cur) {
-			return c.clearMissing(ctx, pv) // this machine's, or not yet recorded
-		}
+	if done, err := c.matchPath(ctx, node, v, pvs); done || err != nil {
+		return err
 	}
+	cur := machineOf(node)
 	id := naming.MachineVolumeID(node.Name, v.HostPath, cur.id, cur.uuid)
 	if pv, err := c.managedPV(id); err != nil || pv != nil {
 		return err
@@ -68,7 +72,7 @@ func (c *controller) publish(ctx context.Context, node *v1.Node, hostname string
 	if taken, err := c.pathTaken(node.Name, hostname, v.HostPath); err != nil || taken {
 		return err
 	}
-	if c.diskUnusable(node, v) {
+	if c.diskUnusable(node, v) || !c.mayPublish(node, v, taken) {
 		return nil
 	}
 	if locked, err := c.pathLocked(node.Name, v.HostPath); err != nil || locked {
@@ -89,6 +93,9 @@ func (c *controller) publish(ctx context.Context, node *v1.Node, hostname string
 		c.event(node, v1.EventTypeWarning, "UnsupportedReclaimPolicy", "StorageClass %s uses Recycle; use Delete or Retain", v.Class)
 		return nil
 	}
+	if mine, err := c.claimClass(ctx, sc); err != nil || !mine {
+		return err
+	}
 	pv := c.buildPV(node, hostname, id, v, sc.ReclaimPolicy, sc.MountOptions)
 	if _, err := c.kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		if apierrors.IsAlreadyExists(err) {
@@ -96,8 +103,9 @@ func (c *controller) publish(ctx context.Context, node *v1.Node, hostname string
 		}
 		return fmt.Errorf("failed to create PV %s: %w", pv.Name, err)
 	}
+	taken.add(v, "PV "+pv.Name)
 	metrics.PVsCreated.WithLabelValues(v.Class).Inc()
-	logger.V(2).Info("Created PV", "pv", pv.Name, "path", v.HostPath, "class", v.Class)
+	logger.V(2).Info("Created PV", "pv", pv.Name, "path", v.HostPath, "class", v.Class, "disk", v.Volume.ID)
 	return nil
 }
 
@@ -134,6 +142,7 @@ func (c *controller) buildPV(node *v1.Node, hostname, id string, v validation.Vo
 	anns := map[string]string{
 		jobs.AnnProvisionedBy: c.opts.ProvisionerName, jobs.AnnNode: node.Name,
 		jobs.AnnHostPath: v.HostPath, jobs.AnnClass: v.Class, jobs.AnnKind: string(v.Volume.Kind),
+		jobs.AnnDiskID: string(v.Volume.ID),
 	}
 	if m := machineOf(node); m.id != "" {
 		anns[jobs.AnnMachineID] = m.id
@@ -218,8 +227,10 @@ func (c *controller) markMissing(ctx context.Context, pv *v1.PersistentVolume) e
 		return fmt.Errorf("failed to mark PV %s missing: %w", pv.Name, err)
 	}
 	c.recountMissing(pv.Name, true)
-	c.event(pv, v1.EventTypeWarning, "VolumeMissing", "Disk at %s was not found on node %s; the PV is kept because it is %s",
+	msg := fmt.Sprintf("Disk at %s was not found on node %s; the PV is kept because it is %s",
 		pv.Annotations[jobs.AnnHostPath], pv.Annotations[jobs.AnnNode], pv.Status.Phase)
+	c.event(pv, v1.EventTypeWarning, "VolumeMissing", "%s", msg)
+	c.warnClaim(ctx, pv, "VolumeMissing", msg, v1.VolumeHealthInaccessible)
 	return nil
 }
 
@@ -235,6 +246,7 @@ func (c *controller) clearMissing(ctx context.Context, pv *v1.PersistentVolume) 
 	}
 	c.recountMissing(pv.Name, false)
 	c.event(pv, v1.EventTypeNormal, "VolumeFound", "Disk at %s is back", pv.Annotations[jobs.AnnHostPath])
+	c.clearClaimHealth(ctx, pv)
 	return nil
 }
 

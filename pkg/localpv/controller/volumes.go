@@ -45,7 +45,10 @@ func (c *controller) syncVolume(ctx context.Context, id string) error {
 		return c.syncOrphanCleanup(ctx, id, latest, js)
 	}
 	if cleanable(pv) && c.replacedPV(pv) && (latest == nil || latest.Annotations[jobs.AnnPVUID] != string(pv.UID)) {
-		return c.dropReplacedPV(ctx, pv) // never wipe the new machine's disk
+		// Never wipe under the new machine: a discovery report decides
+		// whether the disk stayed (the PV is handed over, then wiped) or
+		// left (the PV is dropped without a wipe).
+		return nil
 	}
 	if !cleanable(pv) {
 		return c.syncUncleanablePV(ctx, pv, js)

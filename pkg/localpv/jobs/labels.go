@@ -58,6 +58,12 @@ const (
 	// AnnDiskReplaced is set on a kept PV whose path now leads to another
 	// disk than the one it was published for, with the time it was noticed.
 	AnnDiskReplaced = prefix + "disk-replaced-since"
+	// AnnClassOwner, on a StorageClass, names the installation that
+	// publishes its local PVs: "<namespace>/<provisioner name>". Another
+	// master configured for the class refuses to act on it.
+	AnnClassOwner = prefix + "owner"
+	// LabelDiskReplaced ("true") selects the PVs marked with AnnDiskReplaced.
+	LabelDiskReplaced = prefix + "disk-replaced"
 
 	// CleanupIdentityMismatch starts the termination message of a cleanup
 	// Job that found another machine or another disk than its PV's, and so

@@ -103,6 +103,24 @@ var (
 		Namespace: namespace, Subsystem: subsystem, Name: "blocked_claims",
 		Help: "Claims of replaced machines' PVs written into the admission policy that refuses their new pods; 0 while the policy cannot be written.", StabilityLevel: metrics.ALPHA,
 	})
+	// DiskReplacements counts used PVs found with another disk at their
+	// path on their own machine.
+	DiskReplacements = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "disk_replacements_total",
+		Help: "Used PersistentVolumes whose path was found to lead to another disk than the one they were published for.", StabilityLevel: metrics.ALPHA,
+	})
+	// DisksKeptAcrossMachines counts PVs handed to a node's new machine
+	// because their path proved to lead to the same disk.
+	DisksKeptAcrossMachines = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "disks_kept_across_machines_total",
+		Help: "PersistentVolumes of a replaced machine handed to the new machine because their disk proved to be the same disk.", StabilityLevel: metrics.ALPHA,
+	})
+	// ClassConflicts counts the times a master found a class it is
+	// configured for claimed by another installation.
+	ClassConflicts = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "class_conflicts_total",
+		Help: "Times a StorageClass this master is configured for was found claimed by another installation; it then publishes and wipes nothing of it.", StabilityLevel: metrics.ALPHA,
+	}, []string{"storage_class"})
 	// WatcherNotifications counts the watcher's notifications, by reason.
 	WatcherNotifications = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "watcher_notifications_total",
@@ -119,6 +137,7 @@ func Register() {
 		legacyregistry.MustRegister(DiscoveryDuration, CleanupDuration, PVsCreated, PVsDeleted,
 			RejectedReports, RejectedVolumes, JobFailures, JobsCreated, MissingVolumes, WatcherNotifications,
 			SkippedDisks, InventoryDisks,
-			MachineReplacements, ReplacedMachineVolumes, BlockedClaims)
+			MachineReplacements, ReplacedMachineVolumes, BlockedClaims,
+			DiskReplacements, DisksKeptAcrossMachines, ClassConflicts)
 	})
 }

@@ -1,0 +1,77 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+)
+
+// maxHealthMessage is the API's bound of a volume health condition message.
+const maxHealthMessage = 1024
+
+// warnClaim puts a Warning Event on a PV's claim and, where the apiserver
+// serves it (feature gate CSIVolumeHealth), the condition into the claim's
+// status.healthStatus. The health write is informational: a failure is
+// logged, not returned.
+func (c *controller) warnClaim(ctx context.Context, pv *v1.PersistentVolume, reason, msg string, status v1.VolumeHealthStatusType) {
+	ref := pv.Spec.ClaimRef
+	if ref == nil {
+		return
+	}
+	c.event(&v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: ref.Namespace, UID: ref.UID}},
+		v1.EventTypeWarning, reason, "PV %s: %s", pv.Name, msg)
+	health := &v1.VolumeHealthStatus{
+		HealthConditions:   []v1.VolumeHealthCondition{{Status: status, Reason: reason, Message: truncate(msg, maxHealthMessage)}},
+		LastTransitionTime: metav1.NewTime(c.clock.Now()),
+	}
+	c.patchClaimHealth(ctx, ref, health)
+}
+
+// clearClaimHealth removes the health condition of a PV's claim.
+func (c *controller) clearClaimHealth(ctx context.Context, pv *v1.PersistentVolume) {
+	if ref := pv.Spec.ClaimRef; ref != nil {
+		c.patchClaimHealth(ctx, ref, nil)
+	}
+}
+
+// patchClaimHealth writes status.healthStatus of the claim a PV's claimRef
+// names; the UID in the patch makes it fail on a re-created claim of the
+// same name.
+func (c *controller) patchClaimHealth(ctx context.Context, ref *v1.ObjectReference, health *v1.VolumeHealthStatus) {
+	patch := map[string]any{"status": map[string]any{"healthStatus": health}}
+	if ref.UID != "" {
+		patch["metadata"] = map[string]any{"uid": ref.UID}
+	}
+	body, err := json.Marshal(patch)
+	if err != nil {
+		return
+	}
+	_, err = c.kube.CoreV1().PersistentVolumeClaims(ref.Namespace).Patch(ctx, ref.Name, types.MergePatchType, body,
+		metav1.PatchOptions{}, "status")
+	if err != nil && !apierrors.IsNotFound(err) {
+		klog.FromContext(ctx).V(2).Info("Could not write the claim's health status", "claim", klog.KRef(ref.Namespace, ref.Name), "err", err)
+	}
+}
+
+// liveClaimOf reports whether a PV is Bound to the claim that exists now
+// under its claimRef's name: a claim deleted and created again under the
+// same name is another claim.
+func (c *controller) liveClaimOf(ctx context.Context, pv *v1.PersistentVolume) (bool, error) {
+	ref := pv.Spec.ClaimRef
+	if ref == nil || pv.Status.Phase != v1.VolumeBound || pv.DeletionTimestamp != nil {
+		return false, nil
+	}
+	claim, err := c.kube.CoreV1().PersistentVolumeClaims(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return ref.UID == "" || claim.UID == ref.UID, nil
+}
