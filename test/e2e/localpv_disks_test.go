@@ -50,7 +50,7 @@ func TestLocalPVDiskSelector(t *testing.T) {
   mountDir: /mnt/block-disks
   volumeMode: Block
   blockCleanerCommand: ["/scripts/quick_reset.sh"]
-  diskSelector: {rotational: %t, maxSize: 256Mi}
+  diskSelector: {rotational: %t, maxSize: 256Mi, loopDevices: true}
 `, fastClass, disks.fast, selectedClass, disks.block, rotational)})
 
 	blankLink := filepath.Join(disks.block, "wwn-0x50000e2e00000001")

@@ -231,3 +231,59 @@ func undeployLPV(t testing.TB, c *framework.Cluster, file string) {
 		t.Logf("undeploy: %v", err)
 	}
 }
+
+// addExt4 makes a 64 MiB ext4 file system (a random UUID) on a new loop
+// device and mounts it at fast/<name> in the node, as a data disk mounted
+// at its class directory. It returns the mount point and the device.
+func (d *lpvDisks) addExt4(ctx context.Context, t *testing.T, name string) (string, string) {
+	t.Helper()
+	target := filepath.Join(d.fast, name)
+	if err := os.MkdirAll(d.host(target), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dev := d.newExt4(t, name)
+	d.n.Run(ctx, t, "mount", dev, target)
+	return target, dev
+}
+
+// swapExt4 unmounts the disk at target in the node and mounts a new ext4
+// disk there, as an admin who replaced the disk would. It returns the new
+// device.
+func (d *lpvDisks) swapExt4(ctx context.Context, t *testing.T, target string) string {
+	t.Helper()
+	d.n.Run(ctx, t, "umount", target)
+	dev := d.newExt4(t, filepath.Base(target)+"-new")
+	d.n.Run(ctx, t, "mount", dev, target)
+	return dev
+}
+
+func (d *lpvDisks) newExt4(t *testing.T, name string) string {
+	t.Helper()
+	img := d.host(filepath.Join(d.base, "img", name+".img"))
+	if err := os.WriteFile(img, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(img, 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mkfs.ext4", "-q", "-F", img).CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.ext4 %s: %v: %s", img, err, out)
+	}
+	return attachLoop(t, d, img)
+}
+
+// readExt4File reads a file of the ext4 disk dev, mounted read-only on the
+// host for the time of the read.
+func readExt4File(ctx context.Context, t *testing.T, n *framework.Node, dev, file string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.CommandContext(ctx, "mount", "-o", "ro", dev, dir).CombinedOutput(); err != nil {
+		t.Fatalf("mount %s: %v: %s", dev, err, out)
+	}
+	defer func() { _ = exec.Command("umount", dir).Run() }()
+	b, err := os.ReadFile(filepath.Join(dir, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}

@@ -15,18 +15,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
-	"github.com/nodeplug/nodeplug/pkg/localpv/controller"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
 )
 
-// TestMultiNodeLocalPVReplacedMachine simulates a new machine joining under
-// a used node name: with a PV bound and in use on node B, B's kubelet
-// restarts reading another /etc/machine-id (bind-mounted over the file in
-// B's own mount namespace), so the Node keeps its name and reports another
-// machineID. The master keeps and marks the bound PV with Warning Events on
-// it and on the pod, the admission policy refuses a new pod of the claim,
-// and the disk is published again as a new PV with a new name.
+// TestMultiNodeLocalPVReplacedMachine changes the machine behind node B's
+// name twice (another /etc/machine-id bind-mounted in B's own mount
+// namespace, the kubelet restarted), with two data disks (ext4 on loop
+// devices, each mounted at its class directory path) whose claims are in
+// use:
+//   - re-imaged: both disks stay. Neither gets a second PV; both PVs are
+//     handed to the new machine, and a tenant's new pod reads its data.
+//   - replaced: one disk is swapped for a new one at the same path before
+//     the machine changes. The new disk gets a new PV; the old PV is kept
+//     and marked, new pods of its claim are refused, and the old disk's
+//     data is intact.
 func TestMultiNodeLocalPVReplacedMachine(t *testing.T) {
 	c := framework.Connect(t)
 	c.RequireNodes(t, 2)
@@ -36,80 +39,115 @@ func TestMultiNodeLocalPVReplacedMachine(t *testing.T) {
 		t.Skipf("node %s is the host, whose machine identity the test must not change", n.Name)
 	}
 	d := newLPVDisksOn(t, n)
-	vol := d.addDir("vol0")
+	kept, _ := d.addExt4(ctx, t, "vol0")
+	swapped, swappedDev := d.addExt4(ctx, t, "vol1")
 	deployLPV(ctx, t, c, d)
-	old := waitForPVOn(ctx, t, c, n.Name, vol, "", corev1.VolumeAvailable)
-	node, err := c.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
+	pvKept := waitForPVOn(ctx, t, c, n.Name, kept, "", corev1.VolumeAvailable)
+	pvSwapped := waitForPVOn(ctx, t, c, n.Name, swapped, "", corev1.VolumeAvailable)
+	for _, pv := range []*corev1.PersistentVolume{pvKept, pvSwapped} {
+		if !strings.HasPrefix(pv.Annotations[jobs.AnnDiskID], "fs:") {
+			t.Fatalf("PV %s records disk %q, want the file system's UUID", pv.Name, pv.Annotations[jobs.AnnDiskID])
+		}
 	}
-	if old.Annotations[jobs.AnnMachineID] == "" || old.Annotations[jobs.AnnMachineID] != node.Status.NodeInfo.MachineID {
-		t.Fatalf("PV %s records machine ID %q, node %s reports %q", old.Name, old.Annotations[jobs.AnnMachineID],
-			n.Name, node.Status.NodeInfo.MachineID)
-	}
-	name := "e2e-lpv-machine"
-	c.CreatePodOn(ctx, t, claimPod(ctx, t, c, name, old.Name, "echo old-machine > /data/f && sync && sleep 3600"), "")
-	c.WaitForPod(ctx, t, name, 120*time.Second, corev1.PodRunning)
-
-	newID := randomMachineID(t)
-	restore := replaceMachineID(ctx, t, c, n, newID)
-	t.Cleanup(func() {
+	for name, pv := range map[string]*corev1.PersistentVolume{"e2e-lpv-kept": pvKept, "e2e-lpv-swapped": pvSwapped} {
+		c.CreatePodOn(ctx, t, claimPod(ctx, t, c, name, pv.Name, "echo "+name+" > /data/f && sync"), "")
+		c.WaitForPod(ctx, t, name, 120*time.Second, corev1.PodSucceeded)
 		c.DeletePod(t, name)
-		c.DeletePod(t, name+"-again")
-		_, _ = c.Kubectl(context.Background(), "delete", "pvc", name, "--wait", "--timeout=60s")
-		restore()
+		t.Cleanup(func() { _, _ = c.Kubectl(context.Background(), "delete", "pvc", name, "--wait", "--timeout=60s") })
+	}
+
+	t.Run("re-imaged: every disk keeps its PV and its data", func(t *testing.T) {
+		newID := randomMachineID(t)
+		t.Cleanup(replaceMachineID(ctx, t, c, n, newID))
+		for _, pv := range []*corev1.PersistentVolume{pvKept, pvSwapped} {
+			waitForMachineOf(ctx, t, c, pv.Name, newID)
+			if other := findOtherPVOn(ctx, t, c, n.Name, pv.Spec.Local.Path, pv.Name); other != nil {
+				t.Errorf("a second PV %s was published for the disk of %s", other.Name, pv.Name)
+			}
+		}
+		readClaim(ctx, t, c, "e2e-lpv-kept", "e2e-lpv-kept")
 	})
 
-	if err := poll(t, 90*time.Second, func() bool {
-		pv, err := c.Client.CoreV1().PersistentVolumes().Get(ctx, old.Name, metav1.GetOptions{})
-		return err == nil && pv.Labels[jobs.LabelMachineReplaced] == "true" && pv.Spec.ClaimRef != nil
-	}); err != nil {
-		out, _ := c.Kubectl(ctx, "describe", "pv", old.Name)
-		t.Fatalf("bound PV %s not kept and marked after the machine changed: %v\n%s", old.Name, err, out)
-	}
-	for _, obj := range []struct{ kind, name string }{{"PersistentVolume", old.Name}, {"Pod", name}} {
-		waitForWarning(ctx, t, c, obj.kind, obj.name, "MachineReplaced")
-	}
+	t.Run("replaced: a new disk at the path gets a new PV, the old one is kept", func(t *testing.T) {
+		newDev := d.swapExt4(ctx, t, swapped)
+		newID := randomMachineID(t)
+		t.Cleanup(replaceMachineID(ctx, t, c, n, newID))
+		var fresh *corev1.PersistentVolume
+		if err := poll(t, 120*time.Second, func() bool {
+			fresh = findOtherPVOn(ctx, t, c, n.Name, swapped, pvSwapped.Name)
+			return fresh != nil && fresh.Status.Phase == corev1.VolumeAvailable
+		}); err != nil {
+			out, _ := c.Kubectl(ctx, "get", "pv", "-o", "wide")
+			t.Fatalf("the new disk at %s is not published as a new PV: %v\n%s", swapped, err, out)
+		}
+		if fresh.Annotations[jobs.AnnMachineID] != newID || fresh.Annotations[jobs.AnnDiskID] == pvSwapped.Annotations[jobs.AnnDiskID] {
+			t.Errorf("new PV %s records machine %q and disk %q", fresh.Name, fresh.Annotations[jobs.AnnMachineID], fresh.Annotations[jobs.AnnDiskID])
+		}
+		old, err := c.Client.CoreV1().PersistentVolumes().Get(ctx, pvSwapped.Name, metav1.GetOptions{})
+		if err != nil || old.Spec.ClaimRef == nil || old.Labels[jobs.LabelMachineReplaced] != "true" {
+			t.Fatalf("the old PV %s is not kept, bound and marked: %v %v", pvSwapped.Name, err, old)
+		}
+		waitForWarning(ctx, t, c, "PersistentVolumeClaim", "e2e-lpv-swapped", "MachineReplaced")
+		expectRefused(ctx, t, c, "e2e-lpv-swapped", pvSwapped.Name)
+		waitForMachineOf(ctx, t, c, pvKept.Name, newID)
+		if got := readExt4File(ctx, t, n, swappedDev, "f"); got != "e2e-lpv-swapped" {
+			t.Errorf("the replaced disk %s lost its data: f = %q", swappedDev, got)
+		}
+		t.Logf("disk %s replaced by %s at %s: PV %s kept and refused, PV %s published", swappedDev, newDev, swapped,
+			pvSwapped.Name, fresh.Name)
+	})
+}
 
-	var fresh *corev1.PersistentVolume
+// waitForMachineOf waits until PV name records machine id, as the master
+// writes it when it hands a PV to a new machine.
+func waitForMachineOf(ctx context.Context, t *testing.T, c *framework.Cluster, name, id string) {
+	t.Helper()
+	var pv *corev1.PersistentVolume
 	if err := poll(t, 120*time.Second, func() bool {
-		fresh = findOtherPVOn(ctx, t, c, n.Name, vol, old.Name)
-		return fresh != nil && fresh.Status.Phase == corev1.VolumeAvailable
+		var err error
+		pv, err = c.Client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
+		return err == nil && pv.Annotations[jobs.AnnMachineID] == id && pv.Labels[jobs.LabelMachineReplaced] == ""
 	}); err != nil {
-		out, _ := c.Kubectl(ctx, "get", "pv", "-o", "wide")
-		t.Fatalf("the new machine's disk is not published as a new PV: %v\n%s", err, out)
+		out, _ := c.Kubectl(ctx, "describe", "pv", name)
+		t.Fatalf("PV %s is not handed to machine %s: %v\n%s", name, id, err, out)
 	}
-	t.Logf("machine %s → %s: PV %s kept and marked, disk published again as PV %s", old.Annotations[jobs.AnnMachineID], newID,
-		old.Name, fresh.Name)
-	if fresh.Annotations[jobs.AnnMachineID] != newID {
-		t.Errorf("new PV %s records machine %q, want %q", fresh.Name, fresh.Annotations[jobs.AnnMachineID], newID)
-	}
+}
 
-	want := controller.BlockedClaimsExpression(map[string]string{controller.BlockedClaimKey("default", name): old.Name})
-	if err := poll(t, 60*time.Second, func() bool {
-		p, err := c.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx,
-			controller.ReplacedMachineAdmissionPolicy, metav1.GetOptions{})
-		return err == nil && len(p.Spec.Variables) > 0 && p.Spec.Variables[0].Expression == want
-	}); err != nil {
-		t.Fatalf("claim %s is not in the admission policy's blocked claims: %v", name, err)
+// readClaim runs a pod of claim that prints /data/f and checks it.
+func readClaim(ctx context.Context, t *testing.T, c *framework.Cluster, claim, want string) {
+	t.Helper()
+	name := claim + "-read"
+	pod := claimPodSpec(name, claim)
+	pod.Spec.Containers[0].Command = []string{"/bin/sh", "-c", "cat /data/f"}
+	c.CreatePodOn(ctx, t, pod, "")
+	defer c.DeletePod(t, name)
+	c.WaitForPod(ctx, t, name, 120*time.Second, corev1.PodSucceeded)
+	out, err := c.Kubectl(ctx, "logs", name)
+	if err != nil || strings.TrimSpace(out) != want {
+		t.Errorf("claim %s reads %q (%v), want %q", claim, out, err, want)
 	}
-	c.DeletePod(t, name)
-	// The apiserver's admission sees the policy through its own informer:
-	// dry runs, which admission checks like creations, wait for it without
-	// starting a pod on the new disk. Earlier tests of the suite have
-	// deleted and re-created the policy and its binding, which once left a
-	// params-based policy admitting everything (kubernetes/kubernetes#133827).
+}
+
+// expectRefused checks that a new pod of claim is refused by the admission
+// policy, naming the PV and the fix. The apiserver's admission sees the
+// policy through its own informer: dry runs, which admission checks like
+// creations, wait for it without starting a pod.
+func expectRefused(ctx context.Context, t *testing.T, c *framework.Cluster, claim, pvName string) {
+	t.Helper()
 	var refusal error
 	if err := poll(t, 60*time.Second, func() bool {
-		_, refusal = c.Client.CoreV1().Pods("default").Create(ctx, claimPodSpec(name+"-again", name),
+		_, refusal = c.Client.CoreV1().Pods("default").Create(ctx, claimPodSpec(claim+"-again", claim),
 			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return refusal != nil
 	}); err != nil {
-		t.Fatalf("the admission policy did not refuse a pod of claim %s within 60 s although it lists the claim: %v", name, err)
+		t.Fatalf("a new pod of claim %s is not refused within 60 s: %v", claim, err)
 	}
-	_, refusal = c.Client.CoreV1().Pods("default").Create(ctx, claimPodSpec(name+"-again", name), metav1.CreateOptions{})
-	if refusal == nil || !strings.Contains(refusal.Error(), "delete the claim") || !strings.Contains(refusal.Error(), old.Name) {
-		t.Fatalf("a new pod of claim %s: %v, want the admission policy's refusal naming PV %s and the fix", name, refusal, old.Name)
+	_, refusal = c.Client.CoreV1().Pods("default").Create(ctx, claimPodSpec(claim+"-again", claim), metav1.CreateOptions{})
+	if refusal == nil {
+		c.DeletePod(t, claim+"-again")
+	}
+	if refusal == nil || !strings.Contains(refusal.Error(), "delete the claim") || !strings.Contains(refusal.Error(), pvName) {
+		t.Fatalf("a new pod of claim %s: %v, want the admission policy's refusal naming PV %s and the fix", claim, refusal, pvName)
 	}
 	t.Logf("a new pod of the claim is refused: %v", refusal)
 }
