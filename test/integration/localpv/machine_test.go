@@ -14,8 +14,10 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller"
+	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
+	"github.com/nodeplug/nodeplug/pkg/localpv/report"
 )
 
 // setMachine sets the machine identity a node's kubelet reports.
@@ -50,14 +52,32 @@ func claimPod(name, claim string) *corev1.Pod {
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}}}
 }
 
+// File system identities: the old machine's disks (A1, A2) and a new disk
+// (B1) at A1's path.
+var (
+	diskA1 = identity.FS("0b6c3f9e-1d2a-4c5b-9e8f-7a6b5c4d3e21", 1, []byte{2, 0, 0, 0})
+	diskA2 = identity.FS("5e4d3c2b-1a09-4f8e-8d7c-6b5a49382716", 1, []byte{2, 0, 0, 0})
+	diskB1 = identity.FS("c0ffee00-1234-4abc-8def-0123456789ab", 1, []byte{2, 0, 0, 0})
+)
+
+// withIDs gives the class's volumes the identities, in order.
+func withIDs(r *report.Report, ids ...identity.ID) *report.Report {
+	for i := range r.Classes[0].Volumes {
+		r.Classes[0].Volumes[i].ID = ids[i]
+	}
+	return r
+}
+
 func machinePV(node, entry, machineID, systemUUID string) string {
 	return naming.PVNameForID(naming.MachineVolumeID(node, fastDir+"/"+entry, machineID, systemUUID))
 }
 
 // TestReplacedMachine: when another machine takes over a node name, the old
 // machine's unused PV is deleted, its bound PV is kept, marked and warned
-// about, the shipped admission policy refuses new pods of its claim, and the
-// new machine's disks become new PVs.
+// about, the shipped admission policy refuses new pods of its claim, a disk
+// the new machine reports at the bound PV's path that provably differs (its
+// file system UUID) becomes a new PV, and the same disk at the unused PV's
+// path is published again for the new machine.
 func TestReplacedMachine(t *testing.T) {
 	e, sim := newMasterEnv(t)
 	policy, err := os.ReadFile(filepath.Join(deployDir, "admission-policy.yaml"))
@@ -65,7 +85,7 @@ func TestReplacedMachine(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.apply(t, policy)
-	sim.setDisks("node-a", disks("node-a", "vol1", "vol2"))
+	sim.setDisks("node-a", withIDs(disks("node-a", "vol1", "vol2"), diskA1, diskA2))
 	e.createNode(t, "node-a")
 	e.setMachine(t, "node-a", "m1", "u1")
 	if _, err := e.cp.Client.CoreV1().ServiceAccounts("default").Create(t.Context(),
@@ -85,9 +105,10 @@ func TestReplacedMachine(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	sim.setDisks("node-a", withIDs(disks("node-a", "vol1", "vol2"), diskB1, diskA2))
 	e.setMachine(t, "node-a", "m2", "u2")
 	e.waitForEvent(t, "PersistentVolume", bound, "MachineReplaced", "is kept and new pods using its claim are refused")
-	e.waitForEvent(t, "Pod", "db-0", "MachineReplaced", bound)
+	e.waitForEvent(t, "PersistentVolumeClaim", "data-db-0", "MachineReplaced", bound)
 	e.waitForEvent(t, "Node", "node-a", "MachineReplaced", `machineID "m2"`)
 	waitForGone(t, "unused PV of the old machine", unusedUID, e.pvGetter(unused))
 	e.waitForPV(t, machinePV("node-a", "vol1", "m2", "u2"), "")

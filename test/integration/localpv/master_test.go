@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -26,6 +27,7 @@ import (
 	"github.com/nodeplug/localpv-api/localpv/v1alpha1"
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller"
+	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
@@ -141,7 +143,8 @@ func (e *env) createNode(t *testing.T, name string) {
 func disks(node string, names ...string) *report.Report {
 	c := report.Class{Name: "fast"}
 	for _, n := range names {
-		c.Volumes = append(c.Volumes, report.Volume{Name: n, Kind: report.KindDirectory, Capacity: 20<<30 + 4321})
+		c.Volumes = append(c.Volumes, report.Volume{Name: n, Kind: report.KindDirectory, Capacity: 20<<30 + 4321,
+			ID: identity.FileHandle(1, []byte(node+"/"+n))})
 	}
 	return &report.Report{Version: report.Version, Node: node, Classes: []report.Class{c}}
 }
@@ -210,12 +213,13 @@ func (e *env) releasePV(t *testing.T, name string) {
 func (e *env) setClaim(t *testing.T, name, claim string, phase corev1.PersistentVolumePhase) {
 	t.Helper()
 	pvs := e.cp.Client.CoreV1().PersistentVolumes()
+	uid := e.claimUID(t, claim)
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		pv, err := pvs.Get(t.Context(), name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		pv.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "default", Name: claim, UID: "claim-uid"}
+		pv.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "default", Name: claim, UID: uid}
 		if pv, err = pvs.Update(t.Context(), pv, metav1.UpdateOptions{}); err != nil {
 			return err
 		}
@@ -226,6 +230,24 @@ func (e *env) setClaim(t *testing.T, name, claim string, phase corev1.Persistent
 	if err != nil {
 		t.Fatalf("setting PV %s to %s by claim %s: %v", name, phase, claim, err)
 	}
+}
+
+// claimUID returns the UID of claim in default, creating it if needed (no
+// PV controller runs here: it stays Pending).
+func (e *env) claimUID(t *testing.T, claim string) types.UID {
+	t.Helper()
+	pvcs := e.cp.Client.CoreV1().PersistentVolumeClaims("default")
+	if pvc, err := pvcs.Get(t.Context(), claim, metav1.GetOptions{}); err == nil {
+		return pvc.UID
+	}
+	pvc, err := pvcs.Create(t.Context(), &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: claim},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}},
+		metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating claim %s: %v", claim, err)
+	}
+	return pvc.UID
 }
 
 func client404(err error) error {
