@@ -188,7 +188,9 @@ np::cluster::start_apiserver() {
     --kubelet-client-certificate "${pki}/apiserver-kubelet-client.crt" \
     --kubelet-client-key "${pki}/apiserver-kubelet-client.key" \
     --kubelet-certificate-authority "${pki}/ca.crt" \
-    --kubelet-preferred-address-types InternalIP,Hostname
+    --kubelet-preferred-address-types InternalIP,Hostname \
+    --feature-gates CSIVolumeHealth=true
+  # CSIVolumeHealth: the local PV master writes claims' status.healthStatus.
   # /readyz must answer HTTP 200: its body says "ok" for parts even while failing.
   np::cluster::await kube-apiserver 90 curl -sf --cacert "${pki}/ca.crt" --cert "${pki}/admin.crt" \
     --key "${pki}/admin.key" "https://127.0.0.1:${APISERVER_PORT}/readyz"

@@ -88,6 +88,11 @@ func TestMultiNodeLocalPVReplacedMachine(t *testing.T) {
 			t.Fatalf("the old PV %s is not kept, bound and marked: %v %v", pvSwapped.Name, err, old)
 		}
 		waitForWarning(ctx, t, c, "PersistentVolumeClaim", "e2e-lpv-swapped", "MachineReplaced")
+		if pvc, err := c.Client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "e2e-lpv-swapped", metav1.GetOptions{}); err != nil ||
+			pvc.Status.HealthStatus == nil || len(pvc.Status.HealthStatus.HealthConditions) == 0 ||
+			pvc.Status.HealthStatus.HealthConditions[0].Status != corev1.VolumeHealthDataLoss {
+			t.Errorf("claim e2e-lpv-swapped health status: %v %+v, want DataLoss", err, pvc)
+		}
 		expectRefused(ctx, t, c, "e2e-lpv-swapped", pvSwapped.Name)
 		waitForMachineOf(ctx, t, c, pvKept.Name, newID)
 		if got := readExt4File(ctx, t, n, swappedDev, "f"); got != "e2e-lpv-swapped" {
