@@ -22,7 +22,7 @@ func TestDiscover(t *testing.T) {
 		{Name: "missing", MountDir: filepath.Join(root, "missing"), VolumeMode: "Filesystem", NamePattern: "*"},
 	}
 	_, ctx := ktesting.NewTestContext(t)
-	r, err := NewDiscoverer(&Scanner{}, SelfMountInfo).Discover(ctx, "node-1", classes)
+	r, err := NewDiscoverer(&Scanner{}, SelfMountInfo).Discover(ctx, "node-1", classes, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,13 +19,12 @@ const recordedSys = "testdata/sys"
 func TestInventoryDisks(t *testing.T) {
 	devDir, byID := recordedDev(t)
 	_, ctx := ktesting.NewTestContext(t)
-	got, err := (&Inventory{SysDir: recordedSys, DevDir: devDir, ByIDDir: byID}).Disks(ctx)
+	got, err := (&Inventory{SysDir: recordedSys, DevDir: devDir, ByIDDir: byID, Probe: true}).Disks(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []report.Disk{
-		{Name: "dm-0", Size: 209707008 * 512, Rotational: true, IDs: []string{"dm-uuid-LVM-abc123"}, Stacked: true,
-			Signature: report.SignatureNone},
+		{Name: "dm-0", Size: 209707008 * 512, Rotational: true, IDs: []string{"dm-uuid-LVM-abc123"}, Stacked: true},
 		{Name: "nvme0n1", Size: 1953525168 * 512, Model: "Samsung SSD 970 EVO Plus 1TB", Serial: "S4EWNX0N123456",
 			WWN: "eui.0025385b71b01234", IDs: []string{"nvme-Samsung_SSD_970_EVO_Plus_1TB_S4EWNX0N123456", "nvme-eui.0025385b71b01234"},
 			Signature: report.SignatureNone},
@@ -63,7 +62,7 @@ func TestProbeSignature(t *testing.T) {
 		want   string
 	}{
 		{name: "empty device", want: report.SignatureNone},
-		{name: "zeroed device", offset: probeBytes - 1, magic: "\x00", want: report.SignatureNone},
+		{name: "zeroed device", offset: headBytes + tailBytes, magic: "\x00", want: report.SignatureNone},
 		{name: "GPT", offset: 512, magic: "EFI PART", want: "gpt"},
 		{name: "MBR", offset: 510, magic: "\x55\xaa", want: "dos"},
 		{name: "ext4", offset: 1080, magic: "\x53\xef", want: "ext4"},
@@ -89,29 +88,6 @@ func TestProbeSignature(t *testing.T) {
 	}
 	if _, err := ProbeSignature(filepath.Join(t.TempDir(), "none")); err == nil {
 		t.Error("a missing device must fail")
-	}
-}
-
-func TestVPDSerial(t *testing.T) {
-	tests := []struct {
-		name string
-		page string
-		want string
-	}{
-		{name: "serial", page: "\x00\x80\x00\x04AB12", want: "AB12"},
-		{name: "padded", page: "\x00\x80\x00\x06  AB12", want: "AB12"},
-		{name: "other page", page: "\x00\x83\x00\x04AB12", want: ""},
-		{name: "short", page: "\x00\x80\x00\x09AB12", want: ""},
-		{name: "header only", page: "\x00\x80", want: ""},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			p := filepath.Join(t.TempDir(), "vpd_pg80")
-			writeAt(t, p, 0, tc.page)
-			if got := vpdSerial(p); got != tc.want {
-				t.Errorf("got %q, want %q", got, tc.want)
-			}
-		})
 	}
 }
 
