@@ -109,6 +109,47 @@ func TestSelectDisksVolumeProperties(t *testing.T) {
 	}
 }
 
+// TestSelectDisksIdentityLinks is review A3: a disk is published under an
+// identity link only, so that a tenant's pvcreate does not move it.
+func TestSelectDisksIdentityLinks(t *testing.T) {
+	testutil.RequireRoot(t)
+	images, byID := recordedDev(t)
+	_, ctx := ktesting.NewTestContext(t)
+	disks, err := (&Inventory{SysDir: recordedSys, DevDir: images, ByIDDir: byID}).Disks(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, links := deviceNodes(t, disks)
+	spec := ClassSpec{Name: "hdd", MountDir: links, NamePattern: "*", Devices: true,
+		DiskSelector: &config.DiskSelector{Rotational: ptr.To(true)}}
+	s := &Scanner{DevDir: nodes}
+	published := func() []string {
+		t.Helper()
+		entries, err := s.SelectDisks(ctx, spec, disks, map[string]string{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range entries {
+			got = append(got, e.Name+":"+e.Skip)
+		}
+		return got
+	}
+	before := published()
+	// The tenant of vda's PV runs pvcreate: udev adds a link that sorts
+	// before virtio-. sdc is assembled into an array: its only link is
+	// named after the array.
+	mustSymlink(t, filepath.Join(nodes, "vda"), filepath.Join(links, "lvm-pv-uuid-Wd3aYC-0b8P-QxRk"))
+	mustSymlink(t, filepath.Join(nodes, "sdc"), filepath.Join(links, "md-uuid-1b4e28ba:2fa111d2:883f0016:d3cca427"))
+	want := []string{"md-uuid-1b4e28ba:2fa111d2:883f0016:d3cca427:" + SkipNoIdentityLink, "virtio-177663465177854:", "wwn-0x5000c500a1b2c3d4:"}
+	if diff := cmp.Diff(want, published()); diff != "" {
+		t.Errorf("after new links (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want[1:], before); diff != "" {
+		t.Errorf("before (-want +got):\n%s", diff)
+	}
+}
+
 // deviceNodes makes a block device node for every disk, and a directory of
 // udev-like links to them named as recordedDev names its links.
 func deviceNodes(t *testing.T, disks []report.Disk) (nodes, links string) {

@@ -93,9 +93,11 @@ func md090(size int64) int64 { return size&^(64<<10-1) - 64<<10 }
 // md 1.0: 8 KiB before the end, aligned down to 4 KiB.
 func md10(size int64) int64 { return (size - 8<<10) &^ (4<<10 - 1) }
 
-// DRBD internal meta-data: the last 4 KiB-aligned 4 KiB block, with the
-// magic after la_size, the UUIDs and the flags.
-func drbd(size int64) int64 { return size&^(4<<10-1) - 4<<10 + 60 }
+// DRBD internal meta-data: the last 4 KiB, whether the size is aligned to
+// 4 KiB (the kernel's placement) or not (blkid's reading), with the magic
+// after the size, the UUIDs and the flags.
+func drbdAligned(size int64) int64 { return size&^(4<<10-1) - 4<<10 + 60 }
+func drbd(size int64) int64        { return size - 4<<10 + 60 }
 
 func lastBytes(n int64) func(int64) int64 { return func(size int64) int64 { return size - n } }
 
@@ -122,9 +124,9 @@ var signatures = []signature{
 	atStart("linux_raid_member", le32(mdMagic), 0, 4096),
 	fromEnd("linux_raid_member", le32(mdMagic), md090, md10),
 	fromEnd("linux_raid_member", be32(mdMagic), md090),
-	fromEnd("drbd", be32(0x8374026b), drbd),
-	fromEnd("drbd", be32(0x8374026c), drbd),
-	fromEnd("drbd", be32(0x8374026d), drbd),
+	fromEnd("drbd", be32(0x8374026b), drbd, drbdAligned),
+	fromEnd("drbd", be32(0x8374026c), drbd, drbdAligned),
+	fromEnd("drbd", be32(0x8374026d), drbd, drbdAligned),
 	fromEnd("ddf_raid_member", be32(0xde11de11), lastBytes(512)),
 	fromEnd("isw_raid_member", iswMagic, lastBytes(1024)),
 	{name: "zfs_member", match: zfsLabel},
