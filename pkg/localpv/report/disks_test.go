@@ -6,11 +6,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 )
 
 // inventoryReport is a report with n disks whose serials and WWNs are
 // random, as real ones are to a compressor, each with two by-id links, and
-// one selector class publishing all of them.
+// one selector class publishing all of them, each volume with its identity
+// and kernel name.
 func inventoryReport(n int) *Report {
 	rng := rand.New(rand.NewPCG(1, 2))
 	const alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
@@ -28,7 +31,8 @@ func inventoryReport(n int) *Report {
 		r.Disks = append(r.Disks, d)
 		props := d
 		props.IDs = nil
-		c.Volumes = append(c.Volumes, Volume{Name: d.IDs[1], Kind: KindBlock, Capacity: d.Size, Disk: &props})
+		c.Volumes = append(c.Volumes, Volume{Name: d.IDs[1], Kind: KindBlock, Capacity: d.Size, Disk: &props,
+			ID: identity.WWN(wwn), Dev: d.Name})
 	}
 	r.Classes = []Class{c}
 	return r
@@ -40,7 +44,7 @@ func TestInventoryBudget(t *testing.T) {
 	tests := []struct {
 		disks, shards int
 	}{
-		{disks: 48, shards: 1},
+		{disks: 43, shards: 1},
 		{disks: 64, shards: 2},
 	}
 	for _, tc := range tests {
