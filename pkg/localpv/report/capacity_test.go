@@ -75,6 +75,14 @@ func TestCapacity(t *testing.T) {
 	binds := func(n int) *Report {
 		return bindMountReport(n, func(i int) string { return fmt.Sprintf("vol-%04d", i) })
 	}
+	withHeld := func(n int) *Report {
+		r := uuidNames(n)
+		hrng := rand.New(rand.NewPCG(11, 12))
+		for range MaxHeld {
+			r.Held = append(r.Held, Held{Path: "/mnt/other-disks/pvc-" + uuidName(hrng), ID: fsIdentity(hrng)})
+		}
+		return r
+	}
 	inventoryOnly := func(n int) *Report { r := inventoryReport(n); r.Classes[0].Volumes = nil; return r }
 	tests := []struct {
 		name    string
@@ -89,6 +97,7 @@ func TestCapacity(t *testing.T) {
 		{name: "UUID-named directories, one file system each", shards: 3, mk: uuidNames, atLeast: 200},
 		{name: "sequentially named directories, one file system each", shards: 1, mk: seqNames, atLeast: 115},
 		{name: "sequentially named directories, one file system each", shards: 3, mk: seqNames, atLeast: 360},
+		{name: "UUID-named directories with 64 held paths", shards: 3, mk: withHeld, atLeast: 140},
 		{name: "sequentially named bind mounts of one file system", shards: 1, mk: binds, atLeast: 240},
 		{name: "sequentially named bind mounts of one file system", shards: 3, mk: binds, atLeast: 750},
 	}
