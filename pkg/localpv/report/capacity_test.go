@@ -103,7 +103,7 @@ func TestCapacity(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("%s in %d", tc.name, tc.shards), func(t *testing.T) {
-			n := capacity(tc.shards, 5000, tc.mk)
+			n := capacity(tc.shards, 1000, tc.mk)
 			t.Logf("%s: %d fit in %d shard(s)", tc.name, n, tc.shards)
 			if n < tc.atLeast {
 				t.Errorf("%d fit, the README states %d", n, tc.atLeast)
