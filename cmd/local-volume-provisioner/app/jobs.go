@@ -36,7 +36,7 @@ func newDiscoverCommand() *cobra.Command {
 
 func runDiscover(cmd *cobra.Command, o *options.DiscoverOptions) error {
 	ctx := cmd.Context()
-	r, err := discovery.NewDiscoverer(&discovery.Scanner{}, o.MountInfo).Discover(ctx, o.NodeName, o.Classes)
+	r, err := discovery.NewDiscoverer(&discovery.Scanner{}, o.MountInfo).Discover(ctx, o.NodeName, o.Classes, o.Held)
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,8 @@ func TestDiscoverCommandWritesShards(t *testing.T) {
 	for i := range 2 {
 		log := filepath.Join(t.TempDir(), "termination-log")
 		err := runCommand(t, "discover", "--node-name=n1", "--classes="+string(classes),
-			"--shard="+strconv.Itoa(i), "--shards=2", "--termination-log="+log)
+			"--shard="+strconv.Itoa(i), "--shards=2", "--termination-log="+log,
+			`--held-paths=[{"p":"/host/vol1","c":"`+filepath.Join(root, "vol1")+`"},{"p":"/var/lib/x","c":""}]`)
 		if err != nil {
 			t.Fatalf("discover: %v", err)
 		}
@@ -53,6 +54,10 @@ func TestDiscoverCommandWritesShards(t *testing.T) {
 	if len(r.Classes) != 1 || len(r.Classes[0].Volumes) != 1 || r.Classes[0].Volumes[0].Name != "vol1" {
 		t.Fatalf("unexpected report %+v", r)
 	}
+	v := r.Classes[0].Volumes[0]
+	if v.ID == "" || len(r.Held) != 2 || r.Held[0].ID != v.ID || r.Held[1].Error != discovery.ErrHeldNotVisible {
+		t.Errorf("volume identity %q, held %+v: want the volume's identity, then an invisible path", v.ID, r.Held)
+	}
 }
 
 func TestJobCommandsRecordBadFlags(t *testing.T) {
@@ -67,6 +72,9 @@ func TestJobCommandsRecordBadFlags(t *testing.T) {
 		{name: "discover with relative dir", args: []string{"discover", "--node-name=n", `--classes=[{"name":"a","mountDir":"m"}]`}, wantErr: "clean absolute mountDir"},
 		{name: "discover shard out of range", args: []string{"discover", "--node-name=n", `--classes=[{"name":"a","mountDir":"/m"}]`, "--shard=3", "--shards=3"}, wantErr: "--shard must be between 0 and 2"},
 		{name: "discover too many shards", args: []string{"discover", "--node-name=n", `--classes=[{"name":"a","mountDir":"/m"}]`, "--shards=4"}, wantErr: "--shards must be between 1 and 3"},
+		{name: "discover with bad held paths", args: []string{"discover", "--node-name=n", `--classes=[{"name":"a","mountDir":"/m"}]`, "--held-paths={"}, wantErr: "--held-paths is not a JSON list"},
+		{name: "discover with a relative held path", args: []string{"discover", "--node-name=n", `--classes=[{"name":"a","mountDir":"/m"}]`, `--held-paths=[{"p":"/a","c":"m/a"}]`}, wantErr: "clean absolute container path"},
+		{name: "discover with too many held paths", args: []string{"discover", "--node-name=n", `--classes=[{"name":"a","mountDir":"/m"}]`, "--held-paths=[" + strings.Repeat(`{"p":"/a","c":""},`, report.MaxHeld) + `{"p":"/a","c":""}]`}, wantErr: "more than 64"},
 		{name: "cleanup bad kind", args: []string{"cleanup", "--kind=x", "--mount-dir=/m", "--path=/m/a"}, wantErr: "--kind must be"},
 		{name: "cleanup relative path", args: []string{"cleanup", "--kind=d", "--mount-dir=/m", "--path=a"}, wantErr: "must be absolute"},
 		{name: "cleanup block without command", args: []string{"cleanup", "--kind=b", "--mount-dir=/m", "--path=/m/a"}, wantErr: "--command is required"},

@@ -224,6 +224,28 @@ func TestDiskSelectorMatches(t *testing.T) {
 		{name: "vendor", selector: "{vendors: [ATA]}", want: []bool{true, true}},
 		{name: "all must match", selector: "{vendors: [ATA], rotational: true, maxSize: 1Ti}", want: []bool{false, false}},
 	}
+	loop := report.Disk{Name: "loop3", Size: 1 << 30}
+	for _, tc := range []struct {
+		name     string
+		disk     report.Disk
+		selector DiskSelector
+		want     bool
+	}{
+		{name: "loop device", disk: loop, want: false},
+		{name: "loop device with loopDevices", disk: loop, selector: DiskSelector{LoopDevices: true}, want: true},
+		{name: "device-mapper", disk: report.Disk{Name: "dm-0"}, selector: DiskSelector{LoopDevices: true}, want: false},
+		{name: "md array", disk: report.Disk{Name: "md127"}, want: false},
+		{name: "optical drive", disk: report.Disk{Name: "sr0"}, want: false},
+		{name: "zram", disk: report.Disk{Name: "zram0"}, want: false},
+		{name: "stacked", disk: report.Disk{Name: "vdc", Stacked: true}, want: false},
+		{name: "virtio disk", disk: report.Disk{Name: "vdc"}, want: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.selector.Matches(&tc.disk); got != tc.want {
+				t.Errorf("Matches(%s) = %v, want %v", tc.disk.Name, got, tc.want)
+			}
+		})
+	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var s DiskSelector
@@ -253,6 +275,10 @@ func TestDiskSelectorSkip(t *testing.T) {
 		{name: "held by dm", disk: report.Disk{Signature: report.SignatureNone, Holders: 1}, want: SkipHeld},
 		{name: "unreadable", disk: report.Disk{Signature: report.SignatureUnknown}, want: SkipSignatureUnknown},
 		{name: "read-only", disk: report.Disk{Signature: report.SignatureNone, ReadOnly: true}, want: SkipReadOnly},
+		{name: "in use", disk: report.Disk{Signature: report.SignatureNone, Busy: true}, want: SkipInUse},
+		{name: "mounted whole-disk file system, signatures accepted", disk: report.Disk{Signature: "ext4", Busy: true}, accept: true, want: SkipInUse},
+		{name: "unreadable, signatures accepted", disk: report.Disk{Signature: report.SignatureUnknown}, accept: true, want: SkipSignatureUnknown},
+		{name: "not probed", disk: report.Disk{}, accept: true, want: SkipSignatureUnknown},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -22,10 +22,10 @@ const linkDirRoot = "/dev/disk"
 const maxSelectorGlobs = 32
 
 // DiskSelector chooses whole disks by their properties. Every field that is
-// set must match; an empty selector matches every disk. A disk qualifies
-// only when it also has no partition, no stacked device (device-mapper, md)
-// and, unless AcceptSignatures is set, no partition table or file system
-// signature.
+// set must match; an empty selector matches every selectable disk
+// (Selectable). A disk qualifies only when it is also unused (Skip): no
+// partition, no stacked device (device-mapper, md), not in use (an O_EXCL
+// open succeeds) and, unless AcceptSignatures is set, no known signature.
 type DiskSelector struct {
 	// Rotational, when set, matches the kernel's queue/rotational flag.
 	Rotational *bool `json:"rotational,omitempty"`
@@ -39,12 +39,40 @@ type DiskSelector struct {
 	// AcceptSignatures lets disks holding a partition table or file system
 	// signature qualify; their content is handed over as it is.
 	AcceptSignatures bool `json:"acceptSignatures,omitempty"`
+	// LoopDevices lets loop devices be considered. A loop device is a file
+	// on another disk: this is for test clusters.
+	LoopDevices bool `json:"loopDevices,omitempty"`
 }
 
-// Matches reports whether the disk's properties match the selector. It does
-// not look at whether the disk is in use; see Skip.
+// notDisks are the kernel name prefixes of block devices that are never a
+// local disk of their own: device-mapper and md devices (built on other
+// disks), optical drives, RAM-backed devices, floppies, network and
+// replicated devices (nbd, rbd, drbd) and ZFS volumes.
+var notDisks = []string{"dm-", "md", "sr", "zram", "ram", "fd", "nbd", "rbd", "drbd", "zd"}
+
+// Selectable reports whether a selector could choose the block device with
+// kernel name name: not one of notDisks, and a loop device only when loop
+// is set. Discovery probes only the disks some selector could choose.
+func Selectable(name string, loop bool) bool {
+	if strings.HasPrefix(name, "loop") {
+		return loop
+	}
+	for _, p := range notDisks {
+		if strings.HasPrefix(name, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// Matches reports whether the disk's properties match the selector: a
+// selectable disk (Selectable, not stacked on other devices) whose every
+// set property matches. It does not look at whether the disk is in use;
+// see Skip.
 func (s *DiskSelector) Matches(d *report.Disk) bool {
 	switch {
+	case d.Stacked || !Selectable(d.Name, s.LoopDevices):
+		return false
 	case s.Rotational != nil && *s.Rotational != d.Rotational:
 		return false
 	case s.MinSize != nil && d.Size < s.MinSize.Value():
@@ -66,9 +94,14 @@ const (
 	SkipSignature        = "HasSignature"
 	SkipSignatureUnknown = "SignatureUnreadable"
 	SkipReadOnly         = "ReadOnly"
+	// SkipInUse is a disk that could not be opened exclusively: mounted,
+	// held, or opened exclusively by another program.
+	SkipInUse = "InUse"
 )
 
-// Skip returns why a matching disk cannot be published, or "".
+// Skip returns why a matching disk cannot be published, or "". A disk in
+// use, or whose probe did not finish, is never published, not even with
+// AcceptSignatures: a mounted whole-disk file system is someone's.
 func (s *DiskSelector) Skip(d *report.Disk) string {
 	switch {
 	case d.Partitions > 0:
@@ -77,10 +110,12 @@ func (s *DiskSelector) Skip(d *report.Disk) string {
 		return SkipHeld
 	case d.ReadOnly:
 		return SkipReadOnly
-	case s.AcceptSignatures:
-		return ""
+	case d.Busy:
+		return SkipInUse
 	case d.Signature == report.SignatureUnknown || d.Signature == "":
 		return SkipSignatureUnknown
+	case s.AcceptSignatures:
+		return ""
 	case d.Signature != report.SignatureNone:
 		return SkipSignature
 	}

@@ -11,10 +11,11 @@ import (
 
 // Discoverer produces the report of one discovery run.
 type Discoverer interface {
-	// Discover scans every class and returns the node's report. A class
-	// whose directory cannot be read carries an error instead of volumes;
-	// only an unreadable mount table fails the whole run.
-	Discover(ctx context.Context, node string, classes []ClassSpec) (*report.Report, error)
+	// Discover scans every class, and resolves the held paths, and returns
+	// the node's report. A class whose directory cannot be read carries an
+	// error instead of volumes; only an unreadable mount table fails the
+	// whole run.
+	Discover(ctx context.Context, node string, classes []ClassSpec, held []HeldPath) (*report.Report, error)
 }
 
 type discoverer struct {
@@ -30,14 +31,14 @@ func NewDiscoverer(scanner *Scanner, mountInfoPath string) Discoverer {
 	return &discoverer{scanner: scanner, mountInfoPath: mountInfoPath}
 }
 
-func (d *discoverer) Discover(ctx context.Context, node string, classes []ClassSpec) (*report.Report, error) {
+func (d *discoverer) Discover(ctx context.Context, node string, classes []ClassSpec, held []HeldPath) (*report.Report, error) {
 	logger := klog.FromContext(ctx)
 	mps, err := MountPoints(d.mountInfoPath)
 	if err != nil {
 		return nil, err
 	}
-	r := &report.Report{Version: report.Version, Node: node}
-	inv := &Inventory{SysDir: d.scanner.SysDir, DevDir: d.scanner.DevDir}
+	r := &report.Report{Version: report.Version, Node: node, Held: d.scanner.ResolveHeld(held)}
+	inv := d.inventory(classes)
 	disks, err := inv.Disks(ctx)
 	if err != nil {
 		logger.Error(err, "Disk inventory unreadable")
@@ -67,6 +68,20 @@ func (d *discoverer) Discover(ctx context.Context, node string, classes []ClassS
 	return r, nil
 }
 
+// inventory returns the node's Inventory: it probes the disks a selector
+// could choose when a class has a selector, loop devices when one of them
+// asks for loop devices.
+func (d *discoverer) inventory(classes []ClassSpec) *Inventory {
+	inv := &Inventory{SysDir: d.scanner.SysDir, DevDir: d.scanner.DevDir}
+	for _, c := range classes {
+		if c.DiskSelector != nil {
+			inv.Probe = true
+			inv.LoopDevices = inv.LoopDevices || c.DiskSelector.LoopDevices
+		}
+	}
+	return inv
+}
+
 func addEntries(ctx context.Context, c *report.Class, entries []Entry) {
 	logger := klog.FromContext(ctx)
 	for _, e := range entries {
@@ -78,6 +93,10 @@ func addEntries(ctx context.Context, c *report.Class, entries []Entry) {
 			logger.V(2).Info("Skipping entry", "class", c.Name, "entry", e.Name, "reason", e.Skip)
 			continue
 		}
-		c.Volumes = append(c.Volumes, report.Volume{Name: e.Name, Kind: e.Kind, Capacity: e.Capacity, Disk: e.Disk})
+		if e.IDErr != nil {
+			logger.V(2).Info("Identity of a volume unreadable", "class", c.Name, "entry", e.Name, "err", e.IDErr)
+		}
+		c.Volumes = append(c.Volumes, report.Volume{Name: e.Name, Kind: e.Kind, Capacity: e.Capacity, Disk: e.Disk,
+			ID: e.ID, Dev: e.Dev})
 	}
 }

@@ -4,10 +4,13 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/nodeplug/nodeplug/pkg/localpv/config"
+	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
 	"github.com/nodeplug/nodeplug/pkg/localpv/testutil"
 )
@@ -22,10 +25,12 @@ func TestDiscover(t *testing.T) {
 		{Name: "missing", MountDir: filepath.Join(root, "missing"), VolumeMode: "Filesystem", NamePattern: "*"},
 	}
 	_, ctx := ktesting.NewTestContext(t)
-	r, err := NewDiscoverer(&Scanner{}, SelfMountInfo).Discover(ctx, "node-1", classes)
+	held := []HeldPath{{Path: "/host/blk/disk1", Container: filepath.Join(blkDir, "disk1")}, {Path: "/elsewhere"}}
+	r, err := NewDiscoverer(&Scanner{}, SelfMountInfo).Discover(ctx, "node-1", classes, held)
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkIdentities(t, r)
 	got := map[string]string{}
 	for _, c := range r.Classes {
 		if c.Error != "" {
@@ -61,6 +66,33 @@ func TestDiscover(t *testing.T) {
 	}
 	if r.Node != "node-1" || r.Version != report.Version {
 		t.Errorf("bad header: %+v", r)
+	}
+}
+
+// checkIdentities checks that every volume carries what it leads to: a
+// directory its file system's identity, a block entry its loop device's
+// identity and kernel name; and that the held paths are resolved the same
+// way.
+func checkIdentities(t *testing.T, r *report.Report) {
+	t.Helper()
+	dev := ""
+	for _, c := range r.Classes {
+		for _, v := range c.Volumes {
+			if err := v.ID.Valid(); err != nil || v.ID == "" {
+				t.Errorf("%s/%s: identity %q: %v", c.Name, v.Name, v.ID, err)
+			}
+			switch {
+			case v.Kind == report.KindDirectory && v.Dev != "":
+				t.Errorf("%s/%s: a directory with device %q", c.Name, v.Name, v.Dev)
+			case v.Kind == report.KindBlock && (!strings.HasPrefix(v.Dev, "loop") || v.ID != identity.LoopDevice("/sys", v.Dev)):
+				t.Errorf("%s/%s: device %q identity %q, want a loop device and its backing file", c.Name, v.Name, v.Dev, v.ID)
+			case v.Kind == report.KindBlock:
+				dev = v.Dev
+			}
+		}
+	}
+	if len(r.Held) != 2 || r.Held[0].Dev != dev || r.Held[0].ID == "" || r.Held[1].Error != ErrHeldNotVisible {
+		t.Errorf("held %+v, want the loop device %s, then an invisible path", r.Held, dev)
 	}
 }
 
@@ -118,3 +150,25 @@ func mustSymlink(t *testing.T, target, link string) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func TestDiscoverProbesForSelectors(t *testing.T) {
+	plain := ClassSpec{Name: "fs", MountDir: "/mnt/fs"}
+	ssd := ClassSpec{Name: "ssd", MountDir: "/dev/disk/by-id", DiskSelector: &config.DiskSelector{}}
+	loops := ClassSpec{Name: "test", MountDir: "/mnt/links", DiskSelector: &config.DiskSelector{LoopDevices: true}}
+	for _, tc := range []struct {
+		name        string
+		classes     []ClassSpec
+		probe, loop bool
+	}{
+		{name: "no selector", classes: []ClassSpec{plain}},
+		{name: "a selector", classes: []ClassSpec{plain, ssd}, probe: true},
+		{name: "a selector of loop devices", classes: []ClassSpec{loops, ssd}, probe: true, loop: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inv := (&discoverer{scanner: &Scanner{SysDir: "/s", DevDir: "/d"}}).inventory(tc.classes)
+			if inv.Probe != tc.probe || inv.LoopDevices != tc.loop || inv.SysDir != "/s" || inv.DevDir != "/d" {
+				t.Errorf("inventory %+v, want probe %v, loop devices %v", inv, tc.probe, tc.loop)
+			}
+		})
+	}
+}

@@ -6,24 +6,23 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/klog/v2"
 
+	"github.com/nodeplug/nodeplug/pkg/localpv/config"
+	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
 )
 
 // DefaultByIDDir is where udev keeps the stable links of disks.
 const DefaultByIDDir = "/dev/disk/by-id"
 
-// wwnPrefixes are the forms of a world wide name the kernel's wwid
-// attribute uses; other forms (t10.) are vendor, model and serial.
-var wwnPrefixes = []string{"naa.", "eui.", "nguid."}
-
 // Inventory reads the whole block devices of a node from sysfs, their
-// /dev/disk/by-id links, and the first sectors of each device. Its fields
-// are the roots, so that tests read recorded trees.
+// /dev/disk/by-id links, and, for the disks a selector could choose,
+// whether they are in use and what they hold. Its fields are the roots and
+// seams, so that tests read recorded trees.
 type Inventory struct {
 	// SysDir is the sysfs root; default /sys.
 	SysDir string
@@ -31,10 +30,25 @@ type Inventory struct {
 	DevDir string
 	// ByIDDir holds the stable links; default /dev/disk/by-id.
 	ByIDDir string
+	// UdevDataDir is udev's database of devices (b<major>:<minor> files);
+	// default DefaultUdevDataDir. When it cannot be read, the probe alone
+	// decides.
+	UdevDataDir string
+	// Probe asks for the disks a selector could choose to be probed (some
+	// class has a disk selector); other disks get no signature.
+	Probe bool
+	// LoopDevices makes loop devices selectable, and probed (some class's
+	// selector has loopDevices).
+	LoopDevices bool
+	// ProbeTimeout bounds each device's probe; default DefaultProbeTimeout.
+	ProbeTimeout time.Duration
+	// Open opens a device for the probe; default OpenDevice.
+	Open Opener
 }
 
 // Disks returns every whole disk of SysDir/block with a non-zero size,
-// sorted by name. A disk whose attributes cannot be read is left out and
+// sorted by name, with at most report.MaxDiskIDs links each (its identity
+// links first). A disk whose attributes cannot be read is left out and
 // logged; only an unreadable SysDir/block fails.
 func (inv *Inventory) Disks(ctx context.Context) ([]report.Disk, error) {
 	logger := klog.FromContext(ctx)
@@ -55,7 +69,10 @@ func (inv *Inventory) Disks(ctx context.Context) ([]report.Disk, error) {
 		if disk.Size == 0 {
 			continue
 		}
-		disk.IDs = links[disk.Name]
+		disk.IDs = capLinks(links[disk.Name])
+		if inv.Probe && !disk.Stacked && config.Selectable(disk.Name, inv.LoopDevices) {
+			inv.probe(ctx, &disk)
+		}
 		out = append(out, disk)
 	}
 	slices.SortFunc(out, func(a, b report.Disk) int { return strings.Compare(a.Name, b.Name) })
@@ -64,33 +81,40 @@ func (inv *Inventory) Disks(ctx context.Context) ([]report.Disk, error) {
 
 func (inv *Inventory) disk(name string) (report.Disk, error) {
 	dir := filepath.Join(inv.sysDir(), "block", name)
-	sectors, err := readInt(filepath.Join(dir, "size"))
+	a, err := identity.ReadAttributes(dir)
 	if err != nil {
 		return report.Disk{}, err
 	}
-	if sectors < 0 || sectors > 1<<53 {
-		return report.Disk{}, fmt.Errorf("size of %s out of range", name)
-	}
-	d := report.Disk{Name: name, Size: sectors * 512}
+	d := report.Disk{Name: name, Size: a.Size, Model: a.Model, Serial: a.Serial, WWN: a.WWN}
 	if d.Size == 0 {
 		return d, nil
 	}
 	d.Rotational = readFlag(filepath.Join(dir, "queue", "rotational"))
 	d.Removable = readFlag(filepath.Join(dir, "removable"))
 	d.ReadOnly = readFlag(filepath.Join(dir, "ro"))
-	d.Model = readAttr(filepath.Join(dir, "device", "model"))
 	d.Vendor = readAttr(filepath.Join(dir, "device", "vendor"))
-	d.Serial = firstAttr(readAttr(filepath.Join(dir, "serial")), readAttr(filepath.Join(dir, "device", "serial")),
-		vpdSerial(filepath.Join(dir, "device", "vpd_pg80")))
-	d.WWN = wwn(firstAttr(readAttr(filepath.Join(dir, "wwid")), readAttr(filepath.Join(dir, "device", "wwid"))))
 	d.Partitions = countPartitions(dir)
 	d.Holders = countEntries(filepath.Join(dir, "holders"))
 	d.Stacked = countEntries(filepath.Join(dir, "slaves")) > 0
-	d.Signature, err = ProbeSignature(filepath.Join(inv.devDir(), name))
-	if err != nil {
+	return d, nil
+}
+
+// probe fills the disk's Busy and Signature: the probe's finding, else
+// what udev recorded, else SignatureUnknown when the probe failed.
+func (inv *Inventory) probe(ctx context.Context, d *report.Disk) {
+	r := probeWithin(ctx, inv.opener(), filepath.Join(inv.devDir(), d.Name), inv.probeTimeout())
+	d.Busy, d.Signature = r.busy, r.signature
+	if r.err != nil {
+		klog.FromContext(ctx).V(2).Info("Disk unreadable", "disk", d.Name, "err", r.err)
+	}
+	if d.Signature == "" || d.Signature == report.SignatureNone {
+		if u := udevSignature(inv.udevDataDir(), readAttr(filepath.Join(inv.sysDir(), "block", d.Name, "dev"))); u != "" {
+			d.Signature = u
+		}
+	}
+	if d.Signature == "" {
 		d.Signature = report.SignatureUnknown
 	}
-	return d, nil
 }
 
 // LinksByDevice maps the kernel name of each device that a link in dir
@@ -141,38 +165,6 @@ func countEntries(dir string) int {
 	return len(dirents)
 }
 
-// vpdSerial returns the unit serial number of a SCSI VPD page 0x80: a
-// four-byte header whose last two bytes are the length, then the serial.
-func vpdSerial(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil || len(b) < 4 || b[1] != 0x80 {
-		return ""
-	}
-	n := int(b[2])<<8 | int(b[3])
-	if 4+n > len(b) {
-		return ""
-	}
-	return strings.TrimSpace(strings.Trim(string(b[4:4+n]), "\x00"))
-}
-
-func wwn(wwid string) string {
-	for _, p := range wwnPrefixes {
-		if strings.HasPrefix(wwid, p) {
-			return wwid
-		}
-	}
-	return ""
-}
-
-func firstAttr(values ...string) string {
-	for _, v := range values {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
 func readAttr(path string) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -183,18 +175,25 @@ func readAttr(path string) string {
 
 func readFlag(path string) bool { return readAttr(path) == "1" }
 
-func readInt(path string) (int64, error) {
-	v, err := strconv.ParseInt(readAttr(path), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("failed to read %s: %w", path, err)
-	}
-	return v, nil
-}
-
 func (inv *Inventory) sysDir() string { return orDefault(inv.SysDir, "/sys") }
 func (inv *Inventory) devDir() string { return orDefault(inv.DevDir, "/dev") }
 func (inv *Inventory) byIDDir() string {
 	return orDefault(inv.ByIDDir, DefaultByIDDir)
+}
+func (inv *Inventory) udevDataDir() string { return orDefault(inv.UdevDataDir, DefaultUdevDataDir) }
+
+func (inv *Inventory) probeTimeout() time.Duration {
+	if inv.ProbeTimeout > 0 {
+		return inv.ProbeTimeout
+	}
+	return DefaultProbeTimeout
+}
+
+func (inv *Inventory) opener() Opener {
+	if inv.Open != nil {
+		return inv.Open
+	}
+	return OpenDevice
 }
 
 func orDefault(v, def string) string {

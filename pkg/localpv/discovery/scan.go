@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
+	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
 )
 
@@ -57,6 +58,12 @@ type Entry struct {
 	Skip string
 	// Disk holds the properties of a disk chosen by a disk selector.
 	Disk *report.Disk
+	// ID is the identity of what a publishable entry leads to now, when it
+	// can be read; IDErr says why it could not.
+	ID    identity.ID
+	IDErr error
+	// Dev is the kernel name of the device a block entry resolves to.
+	Dev string
 }
 
 // Scanner reads class directories. Its fields are seams for tests.
@@ -69,7 +76,8 @@ type Scanner struct {
 
 // ScanClass lists the matching entries of a class directory in name order.
 // mountPoints holds the mount points visible to this process. With sizes,
-// every publishable entry gets its capacity.
+// every publishable entry gets its capacity and its identity (and a block
+// entry its device's kernel name).
 func (s *Scanner) ScanClass(spec ClassSpec, mountPoints map[string]bool, sizes bool) ([]Entry, error) {
 	dirents, err := os.ReadDir(spec.MountDir)
 	if err != nil {
@@ -88,6 +96,8 @@ func (s *Scanner) ScanClass(spec ClassSpec, mountPoints map[string]bool, sizes b
 				e.Kind, e.Skip = "", SkipUnreadable
 			} else if e.Capacity <= 0 {
 				e.Kind, e.Skip = "", SkipZeroCapacity
+			} else {
+				s.identify(&e, filepath.Join(spec.MountDir, d.Name()))
 			}
 		}
 		out = append(out, e)
@@ -125,6 +135,31 @@ func (s *Scanner) classify(spec ClassSpec, p string, mountPoints map[string]bool
 		return Entry{Kind: report.KindBlock}
 	}
 	return Entry{Skip: SkipUnsupported}
+}
+
+// identify fills the identity of a publishable entry at p: a directory's
+// file system and file handle, a block entry's device.
+func (s *Scanner) identify(e *Entry, p string) {
+	if e.Kind == report.KindDirectory {
+		e.ID, e.IDErr = identity.Directory(p)
+		return
+	}
+	e.ID, e.Dev, e.IDErr = s.deviceIdentity(p)
+}
+
+// deviceIdentity resolves a block entry or held path to its device, and
+// returns the device's identity and kernel name. The name is returned
+// when only the identity could not be read.
+func (s *Scanner) deviceIdentity(p string) (identity.ID, string, error) {
+	dev, err := s.resolveDevice(p)
+	if err != nil {
+		return "", "", err
+	}
+	id, name, err := identity.Device(s.sysDir(), dev)
+	if err == nil && id == "" {
+		err = fmt.Errorf("device %s reports no identity (no WWN, serial or backing file)", name)
+	}
+	return id, name, err
 }
 
 // ResolveDevice follows a block entry to its device node. A symlink must end

@@ -11,15 +11,17 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
+	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
 	"github.com/nodeplug/nodeplug/pkg/localpv/testutil"
+	utiltestutil "github.com/nodeplug/nodeplug/pkg/util/testutil"
 )
 
 func TestSelectDisks(t *testing.T) {
 	testutil.RequireRoot(t)
 	images, byID := recordedDev(t)
 	_, ctx := ktesting.NewTestContext(t)
-	disks, err := (&Inventory{SysDir: recordedSys, DevDir: images, ByIDDir: byID}).Disks(ctx)
+	disks, err := (&Inventory{SysDir: recordedSys, DevDir: images, ByIDDir: byID, Probe: true}).Disks(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +86,7 @@ func TestSelectDisksVolumeProperties(t *testing.T) {
 	testutil.RequireRoot(t)
 	images, byID := recordedDev(t)
 	_, ctx := ktesting.NewTestContext(t)
-	disks, _ := (&Inventory{SysDir: recordedSys, DevDir: images, ByIDDir: byID}).Disks(ctx)
+	disks, _ := (&Inventory{SysDir: recordedSys, DevDir: images, ByIDDir: byID, Probe: true}).Disks(ctx)
 	nodes, links := deviceNodes(t, disks)
 	spec := ClassSpec{Name: "hdd", MountDir: links, NamePattern: "*", Devices: true,
 		DiskSelector: &config.DiskSelector{Rotational: ptr.To(true), MinSize: nil}}
@@ -96,13 +98,55 @@ func TestSelectDisksVolumeProperties(t *testing.T) {
 	// master to judge.
 	want := []Entry{
 		{Name: "virtio-177663465177854", Kind: report.KindBlock, Capacity: 536870912 * 512, Disk: &report.Disk{Name: "vda",
-			Size: 536870912 * 512, Rotational: true, Vendor: "0x1af4", Serial: "177663465177854", Signature: report.SignatureNone}},
+			Size: 536870912 * 512, Rotational: true, Vendor: "0x1af4", Serial: "177663465177854", Signature: report.SignatureNone},
+			ID: identity.Serial("", "177663465177854", 536870912*512), Dev: "vda"},
 		{Name: "wwn-0x5000c500a1b2c3d4", Kind: report.KindBlock, Capacity: 7814037168 * 512, Disk: &report.Disk{Name: "sdb",
 			Size: 7814037168 * 512, Rotational: true, Model: "ST4000NM0035-1V4", Vendor: "ATA", Serial: "ZC1ABCDE",
-			WWN: "naa.5000c500a1b2c3d4", Signature: "ext4"}},
+			WWN: "naa.5000c500a1b2c3d4", Signature: "ext4"}, ID: identity.WWN("naa.5000c500a1b2c3d4"), Dev: "sdb"},
 	}
 	if diff := cmp.Diff(want, entries); diff != "" {
 		t.Errorf("entries (-want +got):\n%s", diff)
+	}
+}
+
+// TestSelectDisksIdentityLinks is review A3: a disk is published under an
+// identity link only, so that a tenant's pvcreate does not move it.
+func TestSelectDisksIdentityLinks(t *testing.T) {
+	testutil.RequireRoot(t)
+	images, byID := recordedDev(t)
+	_, ctx := ktesting.NewTestContext(t)
+	disks, err := (&Inventory{SysDir: recordedSys, DevDir: images, ByIDDir: byID}).Disks(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, links := deviceNodes(t, disks)
+	spec := ClassSpec{Name: "hdd", MountDir: links, NamePattern: "*", Devices: true,
+		DiskSelector: &config.DiskSelector{Rotational: ptr.To(true)}}
+	s := &Scanner{DevDir: nodes}
+	published := func() []string {
+		t.Helper()
+		entries, err := s.SelectDisks(ctx, spec, disks, map[string]string{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range entries {
+			got = append(got, e.Name+":"+e.Skip)
+		}
+		return got
+	}
+	before := published()
+	// The tenant of vda's PV runs pvcreate: udev adds a link that sorts
+	// before virtio-. sdc is assembled into an array: its only link is
+	// named after the array.
+	mustSymlink(t, filepath.Join(nodes, "vda"), filepath.Join(links, "lvm-pv-uuid-Wd3aYC-0b8P-QxRk"))
+	mustSymlink(t, filepath.Join(nodes, "sdc"), filepath.Join(links, "md-uuid-1b4e28ba:2fa111d2:883f0016:d3cca427"))
+	want := []string{"md-uuid-1b4e28ba:2fa111d2:883f0016:d3cca427:" + SkipNoIdentityLink, "virtio-177663465177854:", "wwn-0x5000c500a1b2c3d4:"}
+	if diff := cmp.Diff(want, published()); diff != "" {
+		t.Errorf("after new links (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want[1:], before); diff != "" {
+		t.Errorf("before (-want +got):\n%s", diff)
 	}
 }
 
@@ -113,7 +157,7 @@ func deviceNodes(t *testing.T, disks []report.Disk) (nodes, links string) {
 	nodes, links = t.TempDir(), t.TempDir()
 	for i, d := range disks {
 		if err := unix.Mknod(filepath.Join(nodes, d.Name), unix.S_IFBLK|0o600, int(unix.Mkdev(7, uint32(4000+i)))); err != nil {
-			t.Skipf("cannot make device nodes: %v", err)
+			utiltestutil.MissingCapability(t, "cannot make device nodes: %v", err)
 		}
 		for _, id := range d.IDs {
 			mustSymlink(t, filepath.Join(nodes, d.Name), filepath.Join(links, id))

@@ -3,6 +3,7 @@ package jobs
 import (
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -99,9 +100,12 @@ func smallResources() v1.ResourceRequirements {
 
 // DiscoveryJob returns the discovery Job of a node, with shards containers
 // (p.DiscoveryShards when shards is not above it). Every configured class's
-// host directory is mounted read-only at its mountDir, and /dev when a class
-// may hold devices. The pod has no API credentials.
-func DiscoveryJob(p Params, cfg *config.Configuration, nodeName string, shards int) *batchv1.Job {
+// host directory is mounted read-only at its mountDir, /dev when a class
+// may hold devices or a held path lies in it, and the host's udev database
+// when a class has a disk selector. held are the host paths of the node's
+// other local PVs, which the Job resolves (at most report.MaxHeld; see
+// HeldPaths). The pod has no API credentials.
+func DiscoveryJob(p Params, cfg *config.Configuration, nodeName string, shards int, held []string) *batchv1.Job {
 	j := baseJob(p, cfg, naming.DiscoveryJobName(nodeName), RoleDiscovery, nodeName)
 	j.Spec.BackoffLimit = ptr.To[int32](2)
 	if p.DiscoveryDeadline > 0 {
@@ -111,6 +115,7 @@ func DiscoveryJob(p Params, cfg *config.Configuration, nodeName string, shards i
 	var mounts []v1.VolumeMount
 	devices, probes := false, false
 	prop := v1.MountPropagationHostToContainer
+	ps := &j.Spec.Template.Spec
 	for i, name := range cfg.ClassNames() {
 		mc := cfg.StorageClassMap[name]
 		specs = append(specs, discovery.SpecFor(name, mc))
@@ -120,26 +125,32 @@ func DiscoveryJob(p Params, cfg *config.Configuration, nodeName string, shards i
 			continue // seen through the /dev mount
 		}
 		vol := "class-" + strconv.Itoa(i)
-		j.Spec.Template.Spec.Volumes = append(j.Spec.Template.Spec.Volumes, hostPathVolume(vol, mc.HostDir, v1.HostPathDirectoryOrCreate))
+		ps.Volumes = append(ps.Volumes, hostPathVolume(vol, mc.HostDir, v1.HostPathDirectoryOrCreate))
 		mounts = append(mounts, v1.VolumeMount{Name: vol, MountPath: mc.MountDir, ReadOnly: true, MountPropagation: &prop})
 	}
-	if devices {
-		j.Spec.Template.Spec.Volumes = append(j.Spec.Template.Spec.Volumes, hostPathVolume("dev", "/dev", v1.HostPathDirectory))
+	heldPaths, heldInDev := HeldPaths(cfg, held)
+	if devices || heldInDev {
+		ps.Volumes = append(ps.Volumes, hostPathVolume("dev", "/dev", v1.HostPathDirectory))
 		// No propagation: new device nodes appear in the one devtmpfs
 		// without a mount event, and HostToContainer would make the kubelet
 		// refuse hosts whose /dev is a private mount.
 		mounts = append(mounts, v1.VolumeMount{Name: "dev", MountPath: "/dev", ReadOnly: true})
 	}
-	classes, _ := json.Marshal(specs)
+	if probes {
+		// udev's database only, not all of /run: that holds the container
+		// runtime's socket and every container's root file system mount.
+		ps.Volumes = append(ps.Volumes, hostPathVolume("udev", HostUdevDir, v1.HostPathDirectoryOrCreate))
+		mounts = append(mounts, v1.VolumeMount{Name: "udev", MountPath: UdevMountPath, ReadOnly: true})
+	}
+	args := discoveryArgs(nodeName, specs, heldPaths)
 	shards = min(max(shards, p.DiscoveryShards, 1), report.MaxShards)
 	for i := range shards {
-		j.Spec.Template.Spec.Containers = append(j.Spec.Template.Spec.Containers, v1.Container{
+		ps.Containers = append(ps.Containers, v1.Container{
 			Name:            "discover-" + strconv.Itoa(i),
 			Image:           p.Image,
 			ImagePullPolicy: p.ImagePullPolicy,
-			Args: []string{"discover", "--node-name=" + nodeName, "--classes=" + string(classes),
-				"--shard=" + strconv.Itoa(i), "--shards=" + strconv.Itoa(shards),
-				"--termination-log=" + TerminationMessagePath},
+			Args: append(slices.Clone(args), "--shard="+strconv.Itoa(i), "--shards="+strconv.Itoa(shards),
+				"--termination-log="+TerminationMessagePath),
 			VolumeMounts:             mounts,
 			TerminationMessagePath:   TerminationMessagePath,
 			TerminationMessagePolicy: v1.TerminationMessageReadFile,
@@ -150,11 +161,69 @@ func DiscoveryJob(p Params, cfg *config.Configuration, nodeName string, shards i
 	return j
 }
 
+// HostUdevDir is the host's udev run directory, which discovery Jobs of
+// classes with a disk selector mount read-only at UdevMountPath, so that
+// discovery reads udev's record of each disk (discovery.DefaultUdevDataDir).
+const (
+	HostUdevDir   = "/run/udev"
+	UdevMountPath = "/host/run/udev"
+)
+
+func discoveryArgs(nodeName string, specs []discovery.ClassSpec, held []discovery.HeldPath) []string {
+	classes, _ := json.Marshal(specs)
+	args := []string{"discover", "--node-name=" + nodeName, "--classes=" + string(classes)}
+	if len(held) > 0 {
+		b, _ := json.Marshal(held)
+		args = append(args, "--held-paths="+string(b))
+	}
+	return args
+}
+
+// HeldPaths returns where a discovery container sees each of the host paths
+// of the node's other local PVs, for at most report.MaxHeld of them: below
+// a class's mountDir for a path in its hostDir (every class's hostDir is
+// mounted), itself for a path in /dev, and nowhere (an empty container
+// path) otherwise. inDev reports whether a path lies in /dev, which the Job
+// must then mount.
+func HeldPaths(cfg *config.Configuration, held []string) (out []discovery.HeldPath, inDev bool) {
+	for _, h := range held[:min(len(held), report.MaxHeld)] {
+		hp := discovery.HeldPath{Path: h}
+		clean := filepath.Clean(h)
+		if filepath.IsAbs(h) {
+			hp.Container = classPath(cfg, clean)
+			if hp.Container == "" && config.Within(clean, "/dev") {
+				hp.Container = clean
+			}
+		}
+		inDev = inDev || config.Within(hp.Container, "/dev")
+		out = append(out, hp)
+	}
+	return out, inDev
+}
+
+// classPath returns where a discovery container sees the clean host path p
+// that lies in a class's hostDir, or "".
+func classPath(cfg *config.Configuration, p string) string {
+	for _, name := range cfg.ClassNames() {
+		mc := cfg.StorageClassMap[name]
+		if !config.Within(p, mc.HostDir) {
+			continue
+		}
+		rel, err := filepath.Rel(mc.HostDir, p)
+		if err != nil {
+			continue
+		}
+		return filepath.Join(mc.MountDir, rel)
+	}
+	return ""
+}
+
 // discoverySecurityContext is that of a discovery container. With probes,
-// a class chooses disks by their properties, and reading a disk's first
-// sectors for its signatures needs the device cgroup's permission, which
-// only a privileged container has; the container still mounts /dev
-// read-only and only reads.
+// a class chooses disks by their properties, and opening a disk (O_EXCL,
+// to tell whether it is in use, then to read its first and last bytes)
+// needs the device cgroup's permission, which only a privileged container
+// has. Its /dev mount is read-only, but that does not stop a privileged
+// process from writing to a device node: discovery's code only reads.
 func discoverySecurityContext(probes bool) *v1.SecurityContext {
 	if probes {
 		return &v1.SecurityContext{RunAsUser: ptr.To[int64](0), ReadOnlyRootFilesystem: ptr.To(true), Privileged: ptr.To(true)}

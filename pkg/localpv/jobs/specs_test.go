@@ -1,15 +1,20 @@
 package jobs
 
 import (
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
+	"github.com/nodeplug/nodeplug/pkg/localpv/discovery"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
 )
@@ -62,7 +67,7 @@ func TestTolerations(t *testing.T) {
 }
 
 func TestDiscoveryJobMountsEveryClassReadOnly(t *testing.T) {
-	j := DiscoveryJob(Params{Namespace: "lpv", Image: "img", DiscoveryShards: 3}, testConfig(t, nil), strings.Repeat("n", 253), 0)
+	j := DiscoveryJob(Params{Namespace: "lpv", Image: "img", DiscoveryShards: 3}, testConfig(t, nil), strings.Repeat("n", 253), 0, nil)
 	if errs := validation.IsDNS1123Label(j.Name); len(errs) > 0 {
 		t.Fatalf("bad Job name: %v", errs)
 	}
@@ -119,7 +124,7 @@ func TestTerminationMessageOutsideMounts(t *testing.T) {
 		name string
 		job  *batchv1.Job
 	}{
-		{name: "discovery with /dev", job: DiscoveryJob(p, cfg, "a", 0)},
+		{name: "discovery with /dev", job: DiscoveryJob(p, cfg, "a", 0, nil)},
 		{name: "directory cleanup", job: CleanupJob(p, cfg, target("fast", report.KindDirectory, "/mnt/fast/v1"), 1)},
 		{name: "block cleanup with /dev", job: CleanupJob(p, cfg, target("blk", report.KindBlock, "/mnt/blk/sdb"), 1)},
 	}
@@ -149,14 +154,19 @@ ssd: {volumeMode: Block, blockCleanerCommand: [blkdiscard], diskSelector: {rotat
 e2e: {hostDir: /mnt/disks/by-id, volumeMode: Block, blockCleanerCommand: [blkdiscard], diskSelector: {}}
 `})
 	p := Params{Namespace: "ns", Image: "img", DiscoveryShards: 1}
-	j := DiscoveryJob(p, cfg, "node-1", 1)
+	j := DiscoveryJob(p, cfg, "node-1", 1, nil)
 	ps := j.Spec.Template.Spec
 	var paths []string
 	for _, v := range ps.Volumes {
 		paths = append(paths, v.HostPath.Path)
 	}
-	if !slices.Equal(paths, []string{"/mnt/disks/by-id", "/dev"}) {
-		t.Errorf("volumes = %v, want the link directory outside /dev and /dev", paths)
+	if !slices.Equal(paths, []string{"/mnt/disks/by-id", "/dev", HostUdevDir}) {
+		t.Errorf("volumes = %v, want the link directory outside /dev, /dev and udev's directory", paths)
+	}
+	for _, m := range ps.Containers[0].VolumeMounts {
+		if !m.ReadOnly || m.Name == "udev" && m.MountPath != UdevMountPath {
+			t.Errorf("mount %+v: want read-only, udev's at %s", m, UdevMountPath)
+		}
 	}
 	sc := ps.Containers[0].SecurityContext
 	if sc.Privileged == nil || !*sc.Privileged || sc.AllowPrivilegeEscalation != nil {
@@ -174,8 +184,58 @@ e2e: {hostDir: /mnt/disks/by-id, volumeMode: Block, blockCleanerCommand: [blkdis
 	if got := cps.Containers[0].Args[3]; got != "--path=/dev/disk/by-id/wwn-0x1" {
 		t.Errorf("path argument = %s", got)
 	}
-	plain := DiscoveryJob(p, testConfig(t, nil), "node-1", 1).Spec.Template.Spec.Containers[0].SecurityContext
+	plain := DiscoveryJob(p, testConfig(t, nil), "node-1", 1, nil).Spec.Template.Spec.Containers[0].SecurityContext
 	if plain.Privileged != nil || plain.AllowPrivilegeEscalation == nil || *plain.AllowPrivilegeEscalation {
 		t.Errorf("discovery without disk selectors must stay unprivileged: %+v", plain)
+	}
+}
+
+func TestDiscoveryJobHeldPaths(t *testing.T) {
+	cfg := testConfig(t, map[string]string{config.KeyStorageClassMap: `
+fast: {hostDir: /mnt/fast, mountDir: /lpv/fast}
+`})
+	p := Params{Namespace: "ns", Image: "img", DiscoveryShards: 2}
+	held := []string{"/mnt/fast/vol1", "/mnt/fast", "/mnt/fast/../../etc", "/mnt/fastx/a", "/var/lib/other/pv", "rel/pv"}
+	want := []discovery.HeldPath{{Path: "/mnt/fast/vol1", Container: "/lpv/fast/vol1"}, {Path: "/mnt/fast", Container: "/lpv/fast"},
+		{Path: "/mnt/fast/../../etc"}, {Path: "/mnt/fastx/a"}, {Path: "/var/lib/other/pv"}, {Path: "rel/pv"}}
+	tests := []struct {
+		name    string
+		held    []string
+		want    []discovery.HeldPath
+		wantDev bool
+	}{
+		{name: "none"},
+		{name: "class directory or nowhere", held: held, want: want},
+		{name: "a device link mounts /dev", held: append(slices.Clone(held), "/dev/disk/by-id/wwn-0x1"),
+			want: append(slices.Clone(want), discovery.HeldPath{Path: "/dev/disk/by-id/wwn-0x1", Container: "/dev/disk/by-id/wwn-0x1"}), wantDev: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ps := DiscoveryJob(p, cfg, "node-1", 1, tc.held).Spec.Template.Spec
+			for _, ctr := range ps.Containers {
+				var got []discovery.HeldPath
+				for _, a := range ctr.Args {
+					if v, ok := strings.CutPrefix(a, "--held-paths="); ok {
+						if err := json.Unmarshal([]byte(v), &got); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				if diff := cmp.Diff(tc.want, got); diff != "" {
+					t.Errorf("container %s: held paths (-want +got):\n%s", ctr.Name, diff)
+				}
+			}
+			dev := slices.ContainsFunc(ps.Volumes, func(v v1.Volume) bool { return v.HostPath.Path == "/dev" })
+			if dev != tc.wantDev {
+				t.Errorf("/dev mounted %v, want %v", dev, tc.wantDev)
+			}
+		})
+	}
+	many := make([]string, report.MaxHeld+3)
+	for i := range many {
+		many[i] = fmt.Sprintf("/mnt/fast/v%d", i)
+	}
+	if got, _ := HeldPaths(cfg, many); len(got) != report.MaxHeld {
+		t.Errorf("%d held paths passed, want at most %d", len(got), report.MaxHeld)
 	}
 }

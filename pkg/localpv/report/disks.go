@@ -11,8 +11,10 @@ import (
 // counts them all.
 const MaxDisks = 64
 
-// maxDiskIDs bounds the /dev/disk/by-id link names listed per disk.
-const maxDiskIDs = 8
+// MaxDiskIDs bounds the /dev/disk/by-id link names listed per disk. The
+// inventory keeps a disk's identity links first; Decode drops the names
+// beyond it.
+const MaxDiskIDs = 8
 
 // Signatures a probe reports besides a partition table or file system name.
 const (
@@ -43,7 +45,8 @@ type Disk struct {
 	// device has one.
 	WWN string `json:"wwn,omitempty"`
 	// IDs are the names of the disk's links in /dev/disk/by-id (or the
-	// class's directory of stable links), sorted.
+	// class's directory of stable links), sorted: at most MaxDiskIDs of
+	// them, its identity links first when it has more.
 	IDs []string `json:"ids,omitempty"`
 	// Partitions counts the kernel's partitions of the disk.
 	Partitions int `json:"parts,omitempty"`
@@ -112,6 +115,8 @@ func checkVolumeIdentity(id identity.ID, dev string) error {
 	return nil
 }
 
+// checkDisk checks a disk and drops its IDs beyond MaxDiskIDs: a disk with
+// many links loses the extra names, not the node's whole report.
 func checkDisk(d *Disk) error {
 	if d.Name == "" {
 		return fmt.Errorf("disk name is empty")
@@ -119,8 +124,8 @@ func checkDisk(d *Disk) error {
 	if d.Size < 0 {
 		return fmt.Errorf("disk %s has a negative size", d.Name)
 	}
-	if len(d.IDs) > maxDiskIDs {
-		return fmt.Errorf("disk %s lists %d ids, more than %d", d.Name, len(d.IDs), maxDiskIDs)
+	if len(d.IDs) > MaxDiskIDs {
+		d.IDs = d.IDs[:MaxDiskIDs]
 	}
 	return nil
 }

@@ -3,13 +3,17 @@ package report
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 )
 
 // inventoryReport is a report with n disks whose serials and WWNs are
 // random, as real ones are to a compressor, each with two by-id links, and
-// one selector class publishing all of them.
+// one selector class publishing all of them, each volume with its identity
+// and kernel name.
 func inventoryReport(n int) *Report {
 	rng := rand.New(rand.NewPCG(1, 2))
 	const alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
@@ -27,7 +31,8 @@ func inventoryReport(n int) *Report {
 		r.Disks = append(r.Disks, d)
 		props := d
 		props.IDs = nil
-		c.Volumes = append(c.Volumes, Volume{Name: d.IDs[1], Kind: KindBlock, Capacity: d.Size, Disk: &props})
+		c.Volumes = append(c.Volumes, Volume{Name: d.IDs[1], Kind: KindBlock, Capacity: d.Size, Disk: &props,
+			ID: identity.WWN(wwn), Dev: d.Name})
 	}
 	r.Classes = []Class{c}
 	return r
@@ -39,7 +44,7 @@ func TestInventoryBudget(t *testing.T) {
 	tests := []struct {
 		disks, shards int
 	}{
-		{disks: 48, shards: 1},
+		{disks: 43, shards: 1},
 		{disks: 64, shards: 2},
 	}
 	for _, tc := range tests {
@@ -69,7 +74,6 @@ func TestDecodeRejectsBadDisks(t *testing.T) {
 		{name: "too many disks", mutate: func(r *Report) { r.Disks = inventoryReport(MaxDisks + 1).Disks }, want: "disks exceed"},
 		{name: "empty name", mutate: func(r *Report) { r.Disks[0].Name = "" }, want: "disk name is empty"},
 		{name: "negative size", mutate: func(r *Report) { r.Classes[0].Volumes[0].Disk.Size = -1 }, want: "negative size"},
-		{name: "too many ids", mutate: func(r *Report) { r.Disks[0].IDs = make([]string, 9) }, want: "ids"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,6 +87,29 @@ func TestDecodeRejectsBadDisks(t *testing.T) {
 				t.Errorf("got %v, want an error containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestDecodeDropsExtraIDs(t *testing.T) {
+	r := inventoryReport(2)
+	for i := range MaxDiskIDs + 3 {
+		r.Disks[0].IDs = append(r.Disks[0].IDs, fmt.Sprintf("scsi-%d", i))
+	}
+	r.Classes[0].Volumes[1].Disk.IDs = []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"}
+	want := slices.Clone(r.Disks[0].IDs[:MaxDiskIDs])
+	msgs, err := Encode(r, MaxShards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Decode(msgs)
+	if err != nil {
+		t.Fatalf("a disk with %d ids made the report undecodable: %v", len(r.Disks[0].IDs), err)
+	}
+	if !slices.Equal(back.Disks[0].IDs, want) || len(back.Classes[0].Volumes[1].Disk.IDs) != MaxDiskIDs {
+		t.Errorf("ids = %v and %v, want the first %d", back.Disks[0].IDs, back.Classes[0].Volumes[1].Disk.IDs, MaxDiskIDs)
+	}
+	if !slices.Equal(back.Disks[1].IDs, r.Disks[1].IDs) {
+		t.Errorf("ids of another disk changed: %v", back.Disks[1].IDs)
 	}
 }
 

@@ -27,9 +27,11 @@ type DiscoverOptions struct {
 	Shards         int
 	TerminationLog string
 	MountInfo      string
+	HeldJSON       string
 
-	// Classes is filled by Validate.
+	// Classes and Held are filled by Validate.
 	Classes []discovery.ClassSpec
+	Held    []discovery.HeldPath
 }
 
 // NewDiscoverOptions returns the defaults.
@@ -46,9 +48,10 @@ func (o *DiscoverOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Shards, "shards", o.Shards, fmt.Sprintf("Number of discovery containers in the pod (1-%d).", report.MaxShards))
 	fs.StringVar(&o.TerminationLog, "termination-log", o.TerminationLog, "File the report is written to.")
 	fs.StringVar(&o.MountInfo, "mountinfo", o.MountInfo, "Mount table to read.")
+	fs.StringVar(&o.HeldJSON, "held-paths", o.HeldJSON, fmt.Sprintf(`JSON list of the node's other local PV paths to resolve, [{"p":"<host path>","c":"<path in this container, or empty>"}], at most %d, written by the master.`, report.MaxHeld))
 }
 
-// Validate checks the flags and decodes --classes.
+// Validate checks the flags and decodes --classes and --held-paths.
 func (o *DiscoverOptions) Validate() error {
 	var errs []error
 	if o.NodeName == "" {
@@ -70,7 +73,25 @@ func (o *DiscoverOptions) Validate() error {
 			errs = append(errs, fmt.Errorf("--classes: class %q needs a name and a clean absolute mountDir", c.Name))
 		}
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, o.validateHeld())...)
+}
+
+func (o *DiscoverOptions) validateHeld() error {
+	if o.HeldJSON == "" {
+		return nil
+	}
+	if err := json.Unmarshal([]byte(o.HeldJSON), &o.Held); err != nil {
+		return fmt.Errorf("--held-paths is not a JSON list of held paths: %w", err)
+	}
+	if len(o.Held) > report.MaxHeld {
+		return fmt.Errorf("--held-paths lists %d paths, more than %d", len(o.Held), report.MaxHeld)
+	}
+	for _, h := range o.Held {
+		if h.Path == "" || h.Container != "" && (!filepath.IsAbs(h.Container) || filepath.Clean(h.Container) != h.Container) {
+			return fmt.Errorf("--held-paths: %q needs a host path, and a clean absolute container path or none", h.Path)
+		}
+	}
+	return nil
 }
 
 // CleanupOptions are the flags of the cleanup Job entrypoint.
