@@ -18,6 +18,8 @@ import (
 
 	"github.com/nodeplug/localpv-api/localpv/v1alpha1"
 
+	"github.com/nodeplug/nodeplug/pkg/localpv/config"
+
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
 	"github.com/nodeplug/nodeplug/pkg/localpv/validation"
@@ -76,12 +78,24 @@ func (c *controller) diskUnusable(node *v1.Node, v validation.Volume) bool {
 		return false
 	}
 	metrics.SkippedDisks.WithLabelValues(v.Class, reason).Inc()
+	d := v.Volume.Disk
 	c.event(node, v1.EventTypeWarning, "DiskSkipped",
-		"Disk %s (%s) matches class %s but is not published: %s (signature %s, %d partitions, %d holders); "+
-			"wipe it (wipefs -a %s) to publish it, or set diskSelector.acceptSignatures for a disk whose only fault is its signature",
-		v.Volume.Disk.Name, v.HostPath, v.Class, reason, v.Volume.Disk.Signature, v.Volume.Disk.Partitions,
-		v.Volume.Disk.Holders, v.HostPath)
+		"Disk %s (%s) matches class %s but is not published: %s (signature %s, %d partitions, %d holders, busy %t); %s",
+		d.Name, v.HostPath, v.Class, reason, d.Signature, d.Partitions, d.Holders, d.Busy, skipFix(reason, v.HostPath))
 	return true
+}
+
+// skipFix says what an admin does about a skipped disk.
+func skipFix(reason, path string) string {
+	switch reason {
+	case config.SkipInUse:
+		return "something holds it (a mount, md, device-mapper or another exclusive opener): release it if it is free to use"
+	case config.SkipSignatureUnknown:
+		return "its content could not be read in time; check the device (dmesg) and run discovery again"
+	case config.SkipReadOnly:
+		return "make it writable"
+	}
+	return "if its data may go, wipe it (wipefs -a " + path + ") to publish it, or set diskSelector.acceptSignatures for a disk whose only fault is its signature"
 }
 
 // recordInventory writes a node's disk inventory into the status of its

@@ -79,7 +79,7 @@ func (c *controller) maybeStartDiscovery(ctx context.Context, node *v1.Node) err
 	if !start {
 		return nil
 	}
-	job := jobs.DiscoveryJob(c.opts.Jobs, c.cfg, node.Name, shards, nil)
+	job := jobs.DiscoveryJob(c.opts.Jobs, c.cfg, node.Name, shards, c.heldPaths(node))
 	_, err := c.kube.BatchV1().Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{})
 	if err != nil {
 		c.withNode(node.Name, func(st *nodeState) { st.wantDiscovery = true })
