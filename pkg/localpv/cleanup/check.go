@@ -19,7 +19,7 @@ import (
 const (
 	// DefaultMachineIDFile is where the cleanup Job mounts the host's
 	// /etc/machine-id.
-	DefaultMachineIDFile = "/host/etc/machine-id"
+	DefaultMachineIDFile = jobs.MachineIDPath
 	// DefaultSystemUUIDFile is the DMI product UUID, the kubelet's
 	// systemUUID on most machines.
 	DefaultSystemUUIDFile = "/sys/class/dmi/id/product_uuid"

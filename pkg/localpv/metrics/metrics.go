@@ -103,6 +103,14 @@ var (
 		Namespace: namespace, Subsystem: subsystem, Name: "blocked_claims",
 		Help: "Claims of replaced machines' PVs written into the admission policy that refuses their new pods; 0 while the policy cannot be written.", StabilityLevel: metrics.ALPHA,
 	})
+	// CleanupIdentityMismatches counts cleanup Jobs that found another
+	// machine or another disk than their PV's and so wiped nothing, by
+	// what differed (machine, disk, or unknown when the Job's message was
+	// lost).
+	CleanupIdentityMismatches = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "cleanup_identity_mismatches_total",
+		Help: "Cleanup Jobs that found another machine or disk than their PV's and wiped nothing, by what differed.", StabilityLevel: metrics.ALPHA,
+	}, []string{"what"})
 	// WatcherNotifications counts the watcher's notifications, by reason.
 	WatcherNotifications = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "watcher_notifications_total",
@@ -119,6 +127,7 @@ func Register() {
 		legacyregistry.MustRegister(DiscoveryDuration, CleanupDuration, PVsCreated, PVsDeleted,
 			RejectedReports, RejectedVolumes, JobFailures, JobsCreated, MissingVolumes, WatcherNotifications,
 			SkippedDisks, InventoryDisks,
-			MachineReplacements, ReplacedMachineVolumes, BlockedClaims)
+			MachineReplacements, ReplacedMachineVolumes, BlockedClaims,
+			CleanupIdentityMismatches)
 	})
 }
