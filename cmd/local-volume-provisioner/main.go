@@ -11,7 +11,6 @@ import (
 	"os/signal"
 	"syscall"
 
-	"k8s.io/component-base/cli"
 	_ "k8s.io/component-base/logs/json/register"
 	"k8s.io/klog/v2"
 
@@ -29,7 +28,7 @@ func main() {
 	}
 	cmd := app.NewCommand()
 	cmd.SetContext(ctx)
-	code := cli.Run(cmd)
+	code := app.Run(cmd) // cli.Run, with the exit code of a cleanup identity mismatch
 	stop()
 	os.Exit(code)
 }

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/nodeplug/nodeplug/cmd/local-volume-provisioner/app/options"
 	"github.com/nodeplug/nodeplug/pkg/localpv/cleanup"
 	"github.com/nodeplug/nodeplug/pkg/localpv/discovery"
+	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
 )
 
@@ -55,20 +58,36 @@ func newCleanupCommand() *cobra.Command {
 	o := options.NewCleanupOptions()
 	cmd := &cobra.Command{
 		Use:   "cleanup",
-		Short: "Cleanup Job entrypoint: wipe one volume",
+		Short: "Cleanup Job entrypoint: check the machine and the disk, then wipe one volume",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
 				return jobFailure(o.TerminationLog, err)
 			}
-			c := cleanup.NewCleaner(utilexec.New(), &discovery.Scanner{}, o.MountInfo, os.Stdout)
-			req := cleanup.Request{Kind: report.VolumeKind(o.Kind), MountDir: o.MountDir, Path: o.Path, Command: o.Command}
-			if err := c.Clean(cmd.Context(), req); err != nil {
-				return jobFailure(o.TerminationLog, fmt.Errorf("cleanup failed: %w", err))
-			}
-			return writeTerminationMessage(o.TerminationLog, "cleaned "+o.Path)
+			return runCleanup(cmd.Context(), o)
 		},
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd
+}
+
+// runCleanup wipes the volume. On another machine or another disk it wipes
+// nothing, writes the mismatch as the termination message and fails with
+// exit code jobs.CleanupIdentityMismatchCode.
+func runCleanup(ctx context.Context, o *options.CleanupOptions) error {
+	checker := &cleanup.NodeChecker{MachineIDFile: o.MachineIDFile, SystemUUIDFile: o.SystemUUIDFile}
+	c := cleanup.NewCleaner(utilexec.New(), &discovery.Scanner{}, checker, o.MountInfo, os.Stdout)
+	req := cleanup.Request{Kind: report.VolumeKind(o.Kind), MountDir: o.MountDir, Path: o.Path, Command: o.Command,
+		Expected: o.Expected()}
+	err := c.Clean(ctx, req)
+	var mismatch *cleanup.MismatchError
+	switch {
+	case errors.As(err, &mismatch):
+		klog.FromContext(ctx).Info("Not wiping: another machine or disk than the PV's", "path", o.Path, "mismatch", mismatch.Error())
+		msg := mismatch.TerminationMessage()
+		return &ExitError{Code: jobs.CleanupIdentityMismatchCode, Err: jobFailure(o.TerminationLog, errors.New(msg))}
+	case err != nil:
+		return jobFailure(o.TerminationLog, fmt.Errorf("cleanup failed: %w", err))
+	}
+	return writeTerminationMessage(o.TerminationLog, "cleaned "+o.Path)
 }

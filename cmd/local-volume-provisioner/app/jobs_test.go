@@ -11,6 +11,7 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/discovery"
+	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
 	"github.com/nodeplug/nodeplug/pkg/localpv/testutil"
 )
@@ -79,7 +80,10 @@ func TestJobCommandsRecordBadFlags(t *testing.T) {
 		{name: "cleanup relative path", args: []string{"cleanup", "--kind=d", "--mount-dir=/m", "--path=a"}, wantErr: "must be absolute"},
 		{name: "cleanup block without command", args: []string{"cleanup", "--kind=b", "--mount-dir=/m", "--path=/m/a"}, wantErr: "--command is required"},
 		{name: "cleanup bad command", args: []string{"cleanup", "--kind=b", "--mount-dir=/m", "--path=/m/a", "--command=wipefs"}, wantErr: "--command is not a JSON list"},
-		{name: "cleanup refused path", args: []string{"cleanup", "--kind=d", "--mount-dir=/m", "--path=/etc"}, wantErr: "not a direct child"},
+		{name: "cleanup refused path", args: []string{"cleanup", "--kind=d", "--mount-dir=/m", "--path=/etc", "--disk-id=wwn:naa.1"}, wantErr: "not a direct child"},
+		{name: "cleanup without disk id", args: []string{"cleanup", "--kind=d", "--mount-dir=/m", "--path=/m/a"}, wantErr: `--disk-id is required and must be a disk identity: ""`},
+		{name: "cleanup bad disk id", args: []string{"cleanup", "--kind=d", "--mount-dir=/m", "--path=/m/a", "--disk-id=path:/dev/sdb"}, wantErr: "--disk-id is required and must be a disk identity"},
+		{name: "cleanup machine id with a space", args: []string{"cleanup", "--kind=d", "--mount-dir=/m", "--path=/m/a", "--disk-id=wwn:naa.1", "--machine-id=a b"}, wantErr: "--machine-id must be printable ASCII"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -94,4 +98,54 @@ func TestJobCommandsRecordBadFlags(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCleanupCommandIdentityMismatch runs the cleanup command as the Job
+// does: on another machine it wipes nothing, writes the mismatch as its
+// termination message and exits with 3.
+func TestCleanupCommandIdentityMismatch(t *testing.T) {
+	root := t.TempDir()
+	vol := filepath.Join(root, "vol1")
+	if err := os.MkdirAll(vol, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(vol, "data"), []byte("tenant"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	machineID := filepath.Join(t.TempDir(), "machine-id")
+	if err := os.WriteFile(machineID, []byte("bbbb\n"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(t.TempDir(), "termination-log")
+	code := runExit(t, "cleanup", "--kind=d", "--mount-dir="+root, "--path="+vol, "--disk-id=wwn:naa.1",
+		"--machine-id=aaaa", "--system-uuid=u-1", "--machine-id-file="+machineID,
+		"--system-uuid-file="+filepath.Join(root, "missing"), "--termination-log="+log)
+	if code != jobs.CleanupIdentityMismatchCode {
+		t.Errorf("exit code %d, want %d", code, jobs.CleanupIdentityMismatchCode)
+	}
+	b, _ := os.ReadFile(log)
+	if want := jobs.CleanupIdentityMismatch + "machine: recorded machine ID aaaa, found machine ID bbbb"; string(b) != want {
+		t.Errorf("termination message %q, want %q", b, want)
+	}
+	if b, err := os.ReadFile(filepath.Join(vol, "data")); err != nil || string(b) != "tenant" {
+		t.Errorf("volume touched: %q, %v", b, err)
+	}
+	// An ordinary failure still exits with 1.
+	if code := runExit(t, "cleanup", "--kind=d", "--mount-dir="+root, "--path="+vol, "--disk-id=wwn:naa.1",
+		"--termination-log="+log); code != 1 {
+		t.Errorf("exit code of a failed cleanup %d, want 1", code)
+	}
+}
+
+func runExit(t *testing.T, args ...string) int {
+	t.Helper()
+	if err := logsapi.ResetForTest(nil); err != nil {
+		t.Fatal(err)
+	}
+	cmd := NewCommand()
+	cmd.SetArgs(args)
+	cmd.SetOut(&strings.Builder{})
+	cmd.SetErr(&strings.Builder{})
+	cmd.SetContext(t.Context())
+	return Run(cmd)
 }

@@ -1,11 +1,13 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/component-base/cli"
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/logs"
 	logsapi "k8s.io/component-base/logs/api/v1"
@@ -27,6 +29,43 @@ func NewCommand() *cobra.Command {
 	logsapi.AddFlags(logging, cmd.PersistentFlags())
 	cmd.AddCommand(newDiscoverCommand(), newCleanupCommand(), newMasterCommand(), newWatcherCommand())
 	return cmd
+}
+
+// ExitError is a failure that ends the process with its own exit code
+// rather than 1 (see Run).
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string { return e.Err.Error() }
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// Run runs the command as component-base's cli.Run does (which prints the
+// error and returns 1), and returns the Code of an *ExitError that a
+// subcommand failed with instead of 1.
+func Run(cmd *cobra.Command) int {
+	var exit *ExitError
+	capture(cmd, &exit)
+	code := cli.Run(cmd)
+	if code != 0 && exit != nil {
+		return exit.Code
+	}
+	return code
+}
+
+// capture makes cmd and its subcommands record an *ExitError they return.
+func capture(cmd *cobra.Command, exit **ExitError) {
+	if run := cmd.RunE; run != nil {
+		cmd.RunE = func(c *cobra.Command, args []string) error {
+			err := run(c, args)
+			errors.As(err, exit)
+			return err
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		capture(sub, exit)
+	}
 }
 
 // maxTerminationMessage is what the kubelet keeps of a termination message.

@@ -3,7 +3,6 @@ package cleanup
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -17,6 +16,7 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
 	"github.com/nodeplug/nodeplug/pkg/localpv/discovery"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
+	"github.com/nodeplug/nodeplug/pkg/localpv/wipe"
 )
 
 // Request describes the volume to wipe, with container paths.
@@ -29,44 +29,60 @@ type Request struct {
 	Path string
 	// Command is the block cleaner argv; used only for block entries.
 	Command []string
+	// Expected is the machine and disk the PV recorded; they are checked
+	// before anything is wiped.
+	Expected Expected
 }
 
 // Cleaner wipes volumes.
 type Cleaner interface {
 	// Clean wipes one volume. It is idempotent: wiping a clean volume
-	// succeeds.
+	// succeeds. It first proves that it runs on the PV's machine and that
+	// the path leads to the PV's disk, and wipes nothing otherwise,
+	// returning the *MismatchError.
 	Clean(ctx context.Context, req Request) error
 }
 
 type cleaner struct {
 	exec          utilexec.Interface
 	scanner       *discovery.Scanner
+	checker       Checker
 	mountInfoPath string
 	output        io.Writer
 }
 
 var _ Cleaner = &cleaner{}
 
-// NewCleaner returns a Cleaner that runs block commands through exec and
-// copies their output to output (the Job's log).
-func NewCleaner(exec utilexec.Interface, scanner *discovery.Scanner, mountInfoPath string, output io.Writer) Cleaner {
-	return &cleaner{exec: exec, scanner: scanner, mountInfoPath: mountInfoPath, output: output}
+// NewCleaner returns a Cleaner that checks identities with checker, runs
+// block commands through exec and copies their output to output (the Job's
+// log).
+func NewCleaner(exec utilexec.Interface, scanner *discovery.Scanner, checker Checker, mountInfoPath string, output io.Writer) Cleaner {
+	return &cleaner{exec: exec, scanner: scanner, checker: checker, mountInfoPath: mountInfoPath, output: output}
 }
 
+// Clean checks, in order and before it writes anything: the path, the
+// machine, that the volume is there (a mount point, or a link to a block
+// device), and the disk it leads to.
 func (c *cleaner) Clean(ctx context.Context, req Request) error {
 	if filepath.Clean(req.Path) != req.Path || filepath.Dir(req.Path) != req.MountDir || !config.Within(req.Path, req.MountDir) || req.Path == req.MountDir {
 		return fmt.Errorf("refusing to clean %s: not a direct child of %s", req.Path, req.MountDir)
 	}
 	switch req.Kind {
-	case report.KindDirectory:
-		return c.cleanDirectory(ctx, req.Path)
-	case report.KindBlock:
-		return c.cleanBlock(ctx, req)
+	case report.KindDirectory, report.KindBlock:
+	default:
+		return fmt.Errorf("refusing to clean %s: unknown kind %q", req.Path, req.Kind)
 	}
-	return fmt.Errorf("refusing to clean %s: unknown kind %q", req.Path, req.Kind)
+	if err := c.checker.CheckMachine(ctx, req.Expected); err != nil {
+		return err
+	}
+	if req.Kind == report.KindDirectory {
+		return c.cleanDirectory(ctx, req)
+	}
+	return c.cleanBlock(ctx, req)
 }
 
-func (c *cleaner) cleanDirectory(ctx context.Context, p string) error {
+func (c *cleaner) cleanDirectory(ctx context.Context, req Request) error {
+	p := req.Path
 	fi, err := os.Lstat(p)
 	if err != nil {
 		return fmt.Errorf("failed to stat %s: %w", p, err)
@@ -81,24 +97,10 @@ func (c *cleaner) cleanDirectory(ctx context.Context, p string) error {
 	if !mps[p] {
 		return fmt.Errorf("refusing to clean %s: not a mount point, the disk may be missing", p)
 	}
-	entries, err := os.ReadDir(p)
-	if err != nil {
-		return fmt.Errorf("failed to list %s: %w", p, err)
+	if err := c.checker.CheckDisk(ctx, req.Expected.DiskID, Volume{Kind: report.KindDirectory, Path: p}); err != nil {
+		return err
 	}
-	logger := klog.FromContext(ctx)
-	var errs []error
-	for _, e := range entries {
-		// os.RemoveAll works with unlinkat/openat and never follows a
-		// symlink planted by the previous tenant.
-		if err := os.RemoveAll(filepath.Join(p, e.Name())); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("failed to remove %d of %d entries of %s: %w", len(errs), len(entries), p, err)
-	}
-	logger.Info("Removed volume contents", "path", p, "entries", len(entries))
-	return nil
+	return wipe.CleanDirectory(ctx, p, c.mountInfoPath)
 }
 
 func (c *cleaner) cleanBlock(ctx context.Context, req Request) error {
@@ -115,6 +117,9 @@ func (c *cleaner) cleanBlock(ctx context.Context, req Request) error {
 	dev, err := c.scanner.ResolveDevice(req.Path)
 	if err != nil {
 		return fmt.Errorf("refusing to clean %s: %w", req.Path, err)
+	}
+	if err := c.checker.CheckDisk(ctx, req.Expected.DiskID, Volume{Kind: report.KindBlock, Path: req.Path, Device: dev}); err != nil {
+		return err
 	}
 	argv := ExpandCommand(req.Command, dev)
 	cmd := c.exec.CommandContext(ctx, argv[0], argv[1:]...)

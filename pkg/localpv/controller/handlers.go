@@ -153,15 +153,23 @@ func (c *controller) onJobDelete(obj interface{}) {
 }
 
 // onPod requeues the node of a finished discovery pod, whose termination
-// messages may arrive after the Job's completion.
+// messages may arrive after the Job's completion, and the volume of a failed
+// cleanup pod, whose message may say the Job found another machine or disk.
 func (c *controller) onPod(obj interface{}) {
 	pod, ok := obj.(*v1.Pod)
-	if !ok || pod.Labels[jobs.LabelRole] != jobs.RoleDiscovery {
+	if !ok {
 		return
 	}
-	if succeeded(pod) || pod.Status.Phase == v1.PodFailed {
-		if n := pod.Annotations[jobs.AnnNode]; n != "" {
-			c.queue.Add(nodeKey(n))
+	switch pod.Labels[jobs.LabelRole] {
+	case jobs.RoleDiscovery:
+		if succeeded(pod) || pod.Status.Phase == v1.PodFailed {
+			if n := pod.Annotations[jobs.AnnNode]; n != "" {
+				c.queue.Add(nodeKey(n))
+			}
+		}
+	case jobs.RoleCleanup:
+		if id := pod.Labels[jobs.LabelVolumeID]; id != "" && pod.Status.Phase == v1.PodFailed {
+			c.queue.Add(volKey(id))
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -115,9 +116,9 @@ func TestMachineChangeDecidedByDisk(t *testing.T) {
 				t.Errorf("cleanup Jobs %v, want some = %v", js, tc.cleanup)
 			}
 			for _, name := range js {
-				if j := f.job(name); !strings.Contains(strings.Join(j.Spec.Template.Spec.Containers[0].Args, " "), "m2") &&
-					j.Annotations[jobs.AnnPVUID] == "" {
-					t.Errorf("cleanup Job %s does not carry the new machine", name)
+				args := f.job(name).Spec.Template.Spec.Containers[0].Args
+				if !slices.Contains(args, "--machine-id=m2") || !slices.Contains(args, "--disk-id="+string(diskA)) {
+					t.Errorf("cleanup Job %s does not carry the new machine and the disk: %v", name, args)
 				}
 			}
 			if tc.event != "" {

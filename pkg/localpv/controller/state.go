@@ -78,6 +78,7 @@ func (c *controller) forgetJob(uid types.UID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.seenJobs, string(uid))
+	delete(c.seenJobs, string(mismatchKey(uid)))
 }
 
 // backoff returns the delay before retry number n (n >= 1).

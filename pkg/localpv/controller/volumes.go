@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
+	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
@@ -62,7 +64,7 @@ func (c *controller) syncVolume(ctx context.Context, id string) error {
 		if dirty, err := c.stillDirty(ctx, pv); err != nil || !dirty {
 			return err
 		}
-		if err := c.startCleanup(ctx, pv, nextAttempt(js)); err != nil {
+		if _, err := c.startCleanup(ctx, pv, nextAttempt(js)); err != nil {
 			return err
 		}
 		return c.releaseJobs(ctx, js)
@@ -72,9 +74,14 @@ func (c *controller) syncVolume(ctx context.Context, id string) error {
 		return nil
 	case succeeded:
 		return c.finishCleanup(ctx, pv, latest, js)
-	default:
-		return c.retryCleanup(ctx, id, pv, latest, js)
 	}
+	if m, ok := c.cleanupMismatch(latest); ok {
+		if m.what == jobs.CleanupMismatchMachine {
+			return c.machineMismatch(ctx, id, pv, latest, js, m)
+		}
+		return c.dropMismatchedPV(ctx, pv, latest, js, m)
+	}
+	return c.retryCleanup(ctx, id, pv, latest, js)
 }
 
 // stillDirty asks the apiserver whether a PV the cache shows as needing a
@@ -113,6 +120,7 @@ func (c *controller) syncUncleanablePV(ctx context.Context, pv *v1.PersistentVol
 
 // syncOrphanCleanup handles cleanup Jobs whose PV is gone: they keep running
 // and retrying until the disk is wiped, and only then release the volume.
+// A Job that found another machine or disk is released without a retry.
 func (c *controller) syncOrphanCleanup(ctx context.Context, id string, latest *batchv1.Job, js []*batchv1.Job) error {
 	if latest == nil {
 		return nil
@@ -127,9 +135,11 @@ func (c *controller) syncOrphanCleanup(ctx context.Context, id string, latest *b
 		}
 		c.requestDiscovery(latest.Annotations[jobs.AnnNode])
 		return nil
-	default:
-		return c.retryCleanup(ctx, id, latest, latest, js)
 	}
+	if m, ok := c.cleanupMismatch(latest); ok {
+		return c.releaseMismatchedOrphan(ctx, latest, js, m)
+	}
+	return c.retryCleanup(ctx, id, latest, latest, js)
 }
 
 func nextAttempt(js []*batchv1.Job) int {
@@ -141,8 +151,10 @@ func nextAttempt(js []*batchv1.Job) int {
 }
 
 // cleanupTarget checks a PV before its disk is wiped: its class must still be
-// configured and its path must be a direct child of the class's host
-// directory, so a forged PV cannot point a wipe elsewhere.
+// configured, its path must be a direct child of the class's host
+// directory, so a forged PV cannot point a wipe elsewhere, and it must have
+// recorded its disk's identity, which the Job checks on the node together
+// with the recorded machine.
 func (c *controller) cleanupTarget(pv *v1.PersistentVolume) (jobs.CleanupTarget, error) {
 	class, path := pv.Annotations[jobs.AnnClass], pv.Annotations[jobs.AnnHostPath]
 	mc, ok := c.cfg.StorageClassMap[class]
@@ -159,30 +171,59 @@ func (c *controller) cleanupTarget(pv *v1.PersistentVolume) (jobs.CleanupTarget,
 	if kind != report.KindDirectory && kind != report.KindBlock {
 		return jobs.CleanupTarget{}, fmt.Errorf("unknown volume kind %q", kind)
 	}
+	disk, err := recordedDisk(pv)
+	if err != nil {
+		return jobs.CleanupTarget{}, err
+	}
+	m := recordedMachine(pv)
+	for _, v := range []string{m.id, m.uuid} {
+		if len(v) > 128 || strings.ContainsFunc(v, func(r rune) bool { return r <= ' ' || r > '~' }) {
+			return jobs.CleanupTarget{}, fmt.Errorf("the recorded machine identity %q is not printable ASCII of at most 128 bytes", v)
+		}
+	}
 	return jobs.CleanupTarget{PVName: pv.Name, PVUID: string(pv.UID), NodeName: pv.Annotations[jobs.AnnNode],
-		Class: class, Kind: kind, HostPath: path, Mount: mc, VolumeID: pv.Labels[jobs.LabelVolumeID]}, nil
+		Class: class, Kind: kind, HostPath: path, Mount: mc, VolumeID: pv.Labels[jobs.LabelVolumeID],
+		MachineID: m.id, SystemUUID: m.uuid, DiskID: disk}, nil
 }
 
-func (c *controller) startCleanup(ctx context.Context, pv *v1.PersistentVolume, attempt int) error {
+// recordedDisk returns the disk identity a PV recorded. A PV without one
+// cannot be wiped: no Job could prove that its path still leads to its disk.
+func recordedDisk(pv *v1.PersistentVolume) (identity.ID, error) {
+	disk := identity.ID(pv.Annotations[jobs.AnnDiskID])
+	if disk == "" {
+		return "", fmt.Errorf("the disk's identity was never recorded (no %s annotation), so no cleanup can prove it wipes this PV's disk", jobs.AnnDiskID)
+	}
+	if err := disk.Valid(); err != nil {
+		return "", fmt.Errorf("annotation %s: %w", jobs.AnnDiskID, err)
+	}
+	return disk, nil
+}
+
+// startCleanup creates the cleanup Job of a PV's attempt, and reports
+// whether one exists now. A PV that cannot be wiped gets a CleanupRefused
+// Event and no Job.
+func (c *controller) startCleanup(ctx context.Context, pv *v1.PersistentVolume, attempt int) (bool, error) {
 	t, err := c.cleanupTarget(pv)
 	if err != nil {
 		c.event(pv, v1.EventTypeWarning, "CleanupRefused", "Volume is not wiped: %v; the PV stays %s", err, pv.Status.Phase)
-		return nil
+		return false, nil
 	}
 	job := jobs.CleanupJob(c.opts.Jobs, c.cfg, t, attempt)
 	if _, err := c.kube.BatchV1().Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{}); err != nil {
 		if apierrors.IsAlreadyExists(err) {
-			return nil
+			return true, nil
 		}
-		return fmt.Errorf("failed to create cleanup Job for PV %s: %w", pv.Name, err)
+		return false, fmt.Errorf("failed to create cleanup Job for PV %s: %w", pv.Name, err)
 	}
 	metrics.JobsCreated.WithLabelValues(metrics.KindCleanup).Inc()
 	c.event(pv, v1.EventTypeNormal, "CleanupStarted", "Cleanup Job %s started (attempt %d)", job.Name, attempt)
 	klog.FromContext(ctx).V(2).Info("Created cleanup Job", "pv", pv.Name, "job", klog.KObj(job))
-	return nil
+	return true, nil
 }
 
 // ensureCleanupJob creates a cleanup Job for a PV unless one for it exists.
+// A PV that cannot be wiped gets a CleanupRefused Event and an error, so
+// that it is kept.
 func (c *controller) ensureCleanupJob(ctx context.Context, pv *v1.PersistentVolume) error {
 	js, err := c.cleanupJobs(pv.Labels[jobs.LabelVolumeID])
 	if err != nil {
@@ -194,9 +235,11 @@ func (c *controller) ensureCleanupJob(ctx context.Context, pv *v1.PersistentVolu
 		}
 	}
 	if _, err := c.cleanupTarget(pv); err != nil {
+		c.event(pv, v1.EventTypeWarning, "CleanupRefused", "Volume is not wiped: %v; the PV stays %s", err, pv.Status.Phase)
 		return fmt.Errorf("cannot queue cleanup of PV %s: %w", pv.Name, err)
 	}
-	return c.startCleanup(ctx, pv, nextAttempt(js))
+	_, err = c.startCleanup(ctx, pv, nextAttempt(js))
+	return err
 }
 
 // finishCleanup deletes a wiped PV, then releases its Jobs so the next
@@ -233,11 +276,35 @@ func (c *controller) retryCleanup(ctx context.Context, id string, obj runtime.Ob
 		c.queue.AddAfter(volKey(id), next.Sub(now))
 		return nil
 	}
+	if failed.Annotations[jobs.AnnDiskID] == "" {
+		return c.retryUnidentified(ctx, obj, failed, js)
+	}
 	retry := jobs.RetryJob(failed, nextAttempt(js))
 	if _, err := c.kube.BatchV1().Jobs(retry.Namespace).Create(ctx, retry, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("failed to create cleanup Job %s: %w", retry.Name, err)
 	}
 	metrics.JobsCreated.WithLabelValues(metrics.KindCleanup).Inc()
+	return c.releaseJobs(ctx, js)
+}
+
+// retryUnidentified retries a failed Job created before Jobs carried the
+// disk's identity, which no retry of it could prove: a Job built afresh from
+// the PV carries it. With the PV gone (obj is the Job), nothing can, so the
+// failed Job stays as the volume's lock and says so.
+func (c *controller) retryUnidentified(ctx context.Context, obj runtime.Object, failed *batchv1.Job, js []*batchv1.Job) error {
+	pv, ok := obj.(*v1.PersistentVolume)
+	if !ok {
+		if c.mismatchSeen(failed) {
+			c.event(failed, v1.EventTypeWarning, "CleanupRefused", "Cleanup Job %s records no disk identity and its PV is gone, so no retry "+
+				"can prove which disk it wipes; the Job stays as the lock of %s: wipe the disk yourself, then remove the Job's %s finalizer",
+				failed.Name, failed.Annotations[jobs.AnnHostPath], jobs.FinalizerCleanupLock)
+		}
+		return nil
+	}
+	created, err := c.startCleanup(ctx, pv, nextAttempt(js))
+	if err != nil || !created {
+		return err
+	}
 	return c.releaseJobs(ctx, js)
 }
 

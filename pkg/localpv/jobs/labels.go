@@ -71,6 +71,11 @@ const (
 	CleanupIdentityMismatch = "identity-mismatch: "
 	// CleanupIdentityMismatchCode is the exit code of that container.
 	CleanupIdentityMismatchCode = 3
+	// CleanupMismatchMachine and CleanupMismatchDisk say what differed:
+	// the termination message is CleanupIdentityMismatch, one of them, and
+	// ": recorded <what the PV recorded>, found <what the node has>".
+	CleanupMismatchMachine = "machine"
+	CleanupMismatchDisk    = "disk"
 
 	// AnnProvisionedBy is the standard annotation naming a PV's provisioner.
 	AnnProvisionedBy = "pv.kubernetes.io/provisioned-by"

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
 	"github.com/nodeplug/nodeplug/pkg/localpv/discovery"
+	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
 )
@@ -247,12 +248,22 @@ type CleanupTarget struct {
 	// VolumeID is the PV's volume ID; empty means naming.VolumeID of the
 	// node and path.
 	VolumeID string
+	// MachineID and SystemUUID are the PV's machine (empty: not recorded),
+	// DiskID its disk. The Job checks them on the node before it wipes.
+	MachineID, SystemUUID string
+	DiskID                identity.ID
 }
+
+// MachineIDPath is where a cleanup container finds the host's
+// /etc/machine-id (the cleanup command's default --machine-id-file).
+const MachineIDPath = "/host/etc/machine-id"
 
 // CleanupJob returns the cleanup Job of one attempt. It carries the whole
 // target in annotations, so a retry can be built from it after the PV is
 // gone, and a finalizer, so that it keeps locking the volume until the master
-// has seen its result.
+// has seen its result. Its container checks the PV's machine and disk before
+// it wipes: the host's /etc/machine-id is mounted read-only when a machine
+// ID is recorded (a node without that file fails to start the pod).
 func CleanupJob(p Params, cfg *config.Configuration, t CleanupTarget, attempt int) *batchv1.Job {
 	volID := t.VolumeID
 	if volID == "" {
@@ -265,6 +276,11 @@ func CleanupJob(p Params, cfg *config.Configuration, t CleanupTarget, attempt in
 	for k, v := range map[string]string{AnnHostPath: t.HostPath, AnnClass: t.Class, AnnKind: string(t.Kind),
 		AnnPVName: t.PVName, AnnPVUID: t.PVUID, AnnAttempt: strconv.Itoa(attempt)} {
 		j.Annotations[k] = v
+	}
+	for k, v := range map[string]string{AnnMachineID: t.MachineID, AnnSystemUUID: t.SystemUUID, AnnDiskID: string(t.DiskID)} {
+		if v != "" {
+			j.Annotations[k] = v
+		}
 	}
 	j.Spec.TTLSecondsAfterFinished = ptr.To(p.CleanupTTL)
 	j.Spec.BackoffLimit = ptr.To[int32](0)
@@ -284,14 +300,15 @@ func CleanupJob(p Params, cfg *config.Configuration, t CleanupTarget, attempt in
 		mounts = append(mounts, v1.VolumeMount{Name: "dev", MountPath: "/dev"})
 		sc.Privileged = ptr.To(true)
 	}
-	command, _ := json.Marshal(t.Mount.BlockCleanerCommand)
+	if t.MachineID != "" {
+		ps.Volumes = append(ps.Volumes, hostPathVolume("machine-id", "/etc/machine-id", v1.HostPathFile))
+		mounts = append(mounts, v1.VolumeMount{Name: "machine-id", MountPath: MachineIDPath, ReadOnly: true})
+	}
 	ps.Containers = []v1.Container{{
-		Name:            "cleanup",
-		Image:           p.Image,
-		ImagePullPolicy: p.ImagePullPolicy,
-		Args: []string{"cleanup", "--kind=" + string(t.Kind), "--mount-dir=" + t.Mount.MountDir,
-			"--path=" + filepath.Join(t.Mount.MountDir, filepath.Base(t.HostPath)), "--command=" + string(command),
-			"--termination-log=" + TerminationMessagePath},
+		Name:                     "cleanup",
+		Image:                    p.Image,
+		ImagePullPolicy:          p.ImagePullPolicy,
+		Args:                     cleanupArgs(t),
 		VolumeMounts:             mounts,
 		TerminationMessagePath:   TerminationMessagePath,
 		TerminationMessagePolicy: v1.TerminationMessageFallbackToLogsOnError,
@@ -299,6 +316,19 @@ func CleanupJob(p Params, cfg *config.Configuration, t CleanupTarget, attempt in
 		SecurityContext:          sc,
 	}}
 	return j
+}
+
+func cleanupArgs(t CleanupTarget) []string {
+	command, _ := json.Marshal(t.Mount.BlockCleanerCommand)
+	args := []string{"cleanup", "--kind=" + string(t.Kind), "--mount-dir=" + t.Mount.MountDir,
+		"--path=" + filepath.Join(t.Mount.MountDir, filepath.Base(t.HostPath)), "--command=" + string(command)}
+	if t.MachineID != "" {
+		args = append(args, "--machine-id="+t.MachineID) // read from MachineIDPath
+	}
+	if t.SystemUUID != "" {
+		args = append(args, "--system-uuid="+t.SystemUUID)
+	}
+	return append(args, "--disk-id="+string(t.DiskID), "--termination-log="+TerminationMessagePath)
 }
 
 // RetryJob returns the next attempt of a failed cleanup Job.

@@ -239,3 +239,55 @@ fast: {hostDir: /mnt/fast, mountDir: /lpv/fast}
 		t.Errorf("%d held paths passed, want at most %d", len(got), report.MaxHeld)
 	}
 }
+
+func TestCleanupJobCarriesIdentity(t *testing.T) {
+	cfg := testConfig(t, nil)
+	const disk = "fs:1b4e28ba-2fa1-11d2-883f-0016d3cca427:1.0200"
+	tests := []struct {
+		name           string
+		machine, uuid  string
+		wantArgs       []string
+		notArgs        []string
+		wantMachineVol bool
+	}{
+		{name: "machine and disk", machine: "4b2f1c9e", uuid: "EC2A6C3E-1B2D",
+			wantArgs:       []string{"--machine-id=4b2f1c9e", "--system-uuid=EC2A6C3E-1B2D", "--disk-id=" + disk},
+			wantMachineVol: true},
+		{name: "system UUID only", uuid: "EC2A6C3E-1B2D", wantArgs: []string{"--system-uuid=EC2A6C3E-1B2D", "--disk-id=" + disk},
+			notArgs: []string{"--machine-id="}},
+		{name: "no machine recorded", wantArgs: []string{"--disk-id=" + disk}, notArgs: []string{"--machine-id=", "--system-uuid="}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			target := CleanupTarget{PVName: "pv", PVUID: "uid", NodeName: "a", Class: "fast", Kind: report.KindDirectory,
+				HostPath: "/mnt/fast/v1", Mount: cfg.StorageClassMap["fast"], MachineID: tc.machine, SystemUUID: tc.uuid, DiskID: disk}
+			for _, j := range []*batchv1.Job{CleanupJob(Params{Namespace: "lpv", Image: "img"}, cfg, target, 1),
+				RetryJob(CleanupJob(Params{Namespace: "lpv", Image: "img"}, cfg, target, 1), 2)} {
+				ps := j.Spec.Template.Spec
+				args := ps.Containers[0].Args
+				for _, a := range tc.wantArgs {
+					if !slices.Contains(args, a) {
+						t.Errorf("%s: args %v lack %s", j.Name, args, a)
+					}
+				}
+				for _, a := range tc.notArgs {
+					if slices.ContainsFunc(args, func(s string) bool { return strings.HasPrefix(s, a) }) {
+						t.Errorf("%s: args %v have %s", j.Name, args, a)
+					}
+				}
+				if j.Annotations[AnnDiskID] != disk || j.Annotations[AnnMachineID] != tc.machine || j.Annotations[AnnSystemUUID] != tc.uuid {
+					t.Errorf("%s: annotations %v do not carry the identity", j.Name, j.Annotations)
+				}
+				hasVol := slices.ContainsFunc(ps.Volumes, func(v v1.Volume) bool {
+					return v.HostPath != nil && v.HostPath.Path == "/etc/machine-id" && *v.HostPath.Type == v1.HostPathFile
+				})
+				hasMount := slices.ContainsFunc(ps.Containers[0].VolumeMounts, func(m v1.VolumeMount) bool {
+					return m.MountPath == MachineIDPath && m.ReadOnly
+				})
+				if hasVol != tc.wantMachineVol || hasMount != tc.wantMachineVol {
+					t.Errorf("%s: machine-id volume %v, read-only mount %v; want %v", j.Name, hasVol, hasMount, tc.wantMachineVol)
+				}
+			}
+		})
+	}
+}

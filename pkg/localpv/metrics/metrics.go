@@ -121,6 +121,14 @@ var (
 		Namespace: namespace, Subsystem: subsystem, Name: "class_conflicts_total",
 		Help: "Times a StorageClass this master is configured for was found claimed by another installation; it then publishes and wipes nothing of it.", StabilityLevel: metrics.ALPHA,
 	}, []string{"storage_class"})
+	// CleanupIdentityMismatches counts cleanup Jobs that found another
+	// machine or another disk than their PV's and so wiped nothing, by
+	// what differed (machine, disk, or unknown when the Job's message was
+	// lost).
+	CleanupIdentityMismatches = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "cleanup_identity_mismatches_total",
+		Help: "Cleanup Jobs that found another machine or disk than their PV's and wiped nothing, by what differed.", StabilityLevel: metrics.ALPHA,
+	}, []string{"what"})
 	// WatcherNotifications counts the watcher's notifications, by reason.
 	WatcherNotifications = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "watcher_notifications_total",
@@ -138,6 +146,7 @@ func Register() {
 			RejectedReports, RejectedVolumes, JobFailures, JobsCreated, MissingVolumes, WatcherNotifications,
 			SkippedDisks, InventoryDisks,
 			MachineReplacements, ReplacedMachineVolumes, BlockedClaims,
-			DiskReplacements, DisksKeptAcrossMachines, ClassConflicts)
+			DiskReplacements, DisksKeptAcrossMachines, ClassConflicts,
+			CleanupIdentityMismatches)
 	})
 }

@@ -15,6 +15,12 @@
 // the directory it was given, and exits non-zero with a message naming the
 // program, the path and the cause when it could not finish.
 //
+// CleanDirectory, which fsclean.sh runs, is also how the cleanup Job empties
+// a Filesystem volume, so the provisioner has one directory cleaner: it
+// refuses a directory with a file system mounted below it, and while it
+// removes it never follows a symlink and never crosses onto another file
+// system or mount.
+//
 // The programs are written in Go rather than as shell scripts so that they
 // need nothing from the image but the binary (busybox has no wipefs) and so
 // that what they write can be tested against real loop devices.

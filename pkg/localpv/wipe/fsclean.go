@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"k8s.io/klog/v2"
 
@@ -13,18 +14,33 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/discovery"
 )
 
-// cleanDirectory removes every entry of dir and keeps dir. It refuses a
-// path that is not a clean absolute directory (a symlink included), the
-// root directory, and a directory with another filesystem mounted below it:
-// removing that filesystem's files would wipe more than the volume.
-func cleanDirectory(ctx context.Context, dir, mountInfo string) error {
+// ErrOtherFileSystem marks an entry that lies on another file system than
+// the directory being cleaned (a mount below it): it is never descended
+// into nor removed.
+var ErrOtherFileSystem = errors.New("another file system is mounted there")
+
+// CleanDirectory removes every entry below dir and keeps dir itself. It is
+// the provisioner's one directory cleaner: the cleanup Job empties
+// Filesystem volumes with it, and fsclean.sh is it.
+//
+// It refuses, before it removes anything: a path that is not clean and
+// absolute, the root directory, a path that is not a directory (a symlink to
+// one included), and a directory with a file system mounted anywhere below
+// it, as mountInfo lists mounts; removing that file system's files would
+// wipe more than the volume. While it removes it never follows a symlink (a
+// symlink planted by the previous tenant is removed, not its target) and
+// never crosses onto another file system: a directory on another device, or
+// one the kernel reports as a mount point (a bind mount of the same file
+// system), is neither entered nor removed and fails the clean with
+// ErrOtherFileSystem. Every other entry is still removed.
+func CleanDirectory(ctx context.Context, dir, mountInfo string) error {
 	switch {
 	case dir == "":
-		return fmt.Errorf("%s is not set: it names the directory to empty", FilesystemVariable)
+		return errors.New("refusing to clean an empty path")
 	case !filepath.IsAbs(dir) || filepath.Clean(dir) != dir:
-		return fmt.Errorf("refusing to clean %q: %s must be a clean absolute path", dir, FilesystemVariable)
+		return fmt.Errorf("refusing to clean %q: not a clean absolute path", dir)
 	case dir == "/":
-		return fmt.Errorf("refusing to clean the root directory")
+		return errors.New("refusing to clean the root directory")
 	}
 	fi, err := os.Lstat(dir)
 	if err != nil {
@@ -33,30 +49,32 @@ func cleanDirectory(ctx context.Context, dir, mountInfo string) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("refusing to clean %s: not a directory (mode %s)", dir, fi.Mode())
 	}
+	if below, err := mountedBelow(dir, mountInfo); err != nil || len(below) > 0 {
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("refusing to clean %s: %s is mounted below it; unmount it first", dir, below[0])
+	}
+	entries, failed, err := removeContents(dir)
+	if err != nil {
+		return fmt.Errorf("failed to remove %d of %d entries of %s: %w", failed, entries, dir, err)
+	}
+	klog.FromContext(ctx).Info("Removed directory contents", "directory", dir, "entries", entries)
+	return nil
+}
+
+// mountedBelow returns the mount points strictly below dir, sorted.
+func mountedBelow(dir, mountInfo string) ([]string, error) {
 	mps, err := discovery.MountPoints(mountInfo)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var out []string
 	for mp := range mps {
 		if mp != dir && config.Within(mp, dir) {
-			return fmt.Errorf("refusing to clean %s: %s is mounted below it", dir, mp)
+			out = append(out, mp)
 		}
 	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return fmt.Errorf("failed to list %s: %w", dir, err)
-	}
-	var errs []error
-	for _, e := range entries {
-		// os.RemoveAll never follows a symlink: one planted by the
-		// previous tenant is removed, not its target.
-		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("failed to remove %d of %d entries of %s: %w", len(errs), len(entries), dir, err)
-	}
-	klog.FromContext(ctx).Info("Removed directory contents", "directory", dir, "entries", len(entries))
-	return nil
+	slices.Sort(out)
+	return out, nil
 }

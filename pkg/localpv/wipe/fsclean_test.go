@@ -21,8 +21,8 @@ func TestFSClean(t *testing.T) {
 		wantErr      string
 	}{
 		{name: "removes every entry and keeps the directory", dir: same},
-		{name: "relative path", dir: func(string) string { return "vol" }, wantErr: `refusing to clean "vol": LOCAL_PV_FILESYSTEM must be a clean absolute path`},
-		{name: "unclean path", dir: func(v string) string { return v + "/../vol" }, wantErr: "must be a clean absolute path"},
+		{name: "relative path", dir: func(string) string { return "vol" }, wantErr: `refusing to clean "vol": not a clean absolute path`},
+		{name: "unclean path", dir: func(v string) string { return v + "/../vol" }, wantErr: "not a clean absolute path"},
 		{name: "root directory", dir: func(string) string { return "/" }, wantErr: "refusing to clean the root directory"},
 		{name: "missing directory", dir: func(v string) string { return v + "-gone" }, wantErr: "failed to stat"},
 		{name: "a file", dir: func(v string) string { return filepath.Join(v, "file") }, wantErr: "not a directory"},

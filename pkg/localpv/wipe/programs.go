@@ -256,5 +256,9 @@ func runFSClean(ctx context.Context, r *runner, args []string) error {
 	if err := noArgs(args); err != nil {
 		return err
 	}
-	return cleanDirectory(ctx, r.getenv(FilesystemVariable), r.mountInfo)
+	dir := r.getenv(FilesystemVariable)
+	if dir == "" {
+		return fmt.Errorf("%s is not set: it names the directory to empty", FilesystemVariable)
+	}
+	return CleanDirectory(ctx, dir, r.mountInfo)
 }

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/pflag"
 
+	"github.com/nodeplug/nodeplug/pkg/localpv/cleanup"
 	"github.com/nodeplug/nodeplug/pkg/localpv/discovery"
+	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
 )
@@ -102,6 +105,11 @@ type CleanupOptions struct {
 	CommandJSON    string
 	TerminationLog string
 	MountInfo      string
+	// MachineID, SystemUUID and DiskID are what the PV recorded of its
+	// machine and disk; the cleanup checks them before it wipes.
+	MachineID, SystemUUID, DiskID string
+	// MachineIDFile and SystemUUIDFile are where the node's are read.
+	MachineIDFile, SystemUUIDFile string
 
 	// Command is filled by Validate.
 	Command []string
@@ -109,7 +117,8 @@ type CleanupOptions struct {
 
 // NewCleanupOptions returns the defaults.
 func NewCleanupOptions() *CleanupOptions {
-	return &CleanupOptions{TerminationLog: DefaultTerminationLog, MountInfo: discovery.SelfMountInfo}
+	return &CleanupOptions{TerminationLog: DefaultTerminationLog, MountInfo: discovery.SelfMountInfo,
+		MachineIDFile: cleanup.DefaultMachineIDFile, SystemUUIDFile: cleanup.DefaultSystemUUIDFile}
 }
 
 // AddFlags registers the flags.
@@ -120,7 +129,15 @@ func (o *CleanupOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.CommandJSON, "command", o.CommandJSON, "JSON argv of the block cleaner.")
 	fs.StringVar(&o.TerminationLog, "termination-log", o.TerminationLog, "File a failure is written to.")
 	fs.StringVar(&o.MountInfo, "mountinfo", o.MountInfo, "Mount table to read.")
+	fs.StringVar(&o.MachineID, "machine-id", o.MachineID, "Machine ID the PV recorded; empty means none was recorded.")
+	fs.StringVar(&o.SystemUUID, "system-uuid", o.SystemUUID, "System UUID the PV recorded; empty means none was recorded.")
+	fs.StringVar(&o.DiskID, "disk-id", o.DiskID, "Disk identity the PV recorded (required): nothing is wiped unless the volume leads to it.")
+	fs.StringVar(&o.MachineIDFile, "machine-id-file", o.MachineIDFile, "File holding the node's machine ID (the host's /etc/machine-id, mounted by the Job).")
+	fs.StringVar(&o.SystemUUIDFile, "system-uuid-file", o.SystemUUIDFile, "File holding the node's system UUID.")
 }
+
+// maxMachineField bounds --machine-id and --system-uuid.
+const maxMachineField = 128
 
 // Validate checks the flags and decodes --command.
 func (o *CleanupOptions) Validate() error {
@@ -139,5 +156,18 @@ func (o *CleanupOptions) Validate() error {
 	if o.Kind == string(report.KindBlock) && len(o.Command) == 0 {
 		errs = append(errs, errors.New("--command is required for block volumes"))
 	}
+	if err := identity.ID(o.DiskID).Valid(); err != nil || o.DiskID == "" {
+		errs = append(errs, fmt.Errorf("--disk-id is required and must be a disk identity: %q", o.DiskID))
+	}
+	for _, f := range []struct{ flag, value string }{{"--machine-id", o.MachineID}, {"--system-uuid", o.SystemUUID}} {
+		if len(f.value) > maxMachineField || strings.ContainsFunc(f.value, func(r rune) bool { return r <= ' ' || r > '~' }) {
+			errs = append(errs, fmt.Errorf("%s must be printable ASCII of at most %d bytes", f.flag, maxMachineField))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// Expected returns what the PV recorded.
+func (o *CleanupOptions) Expected() cleanup.Expected {
+	return cleanup.Expected{MachineID: o.MachineID, SystemUUID: o.SystemUUID, DiskID: identity.ID(o.DiskID)}
 }

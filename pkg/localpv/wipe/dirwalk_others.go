@@ -1,0 +1,14 @@
+//go:build !linux
+
+package wipe
+
+import (
+	"errors"
+	"fmt"
+)
+
+// removeContents fails: directories are only cleaned on Linux, where the
+// walk can refuse to cross onto another file system.
+func removeContents(dir string) (entries, failed int, err error) {
+	return 0, 0, fmt.Errorf("refusing to clean %s: %w", dir, errors.ErrUnsupported)
+}
