@@ -53,8 +53,8 @@ func BlockedClaimsExpression(claims map[string]string) string {
 }
 
 // syncBlockedClaims writes the claims of PVs marked machine-replaced into
-// the admission policy and sets the gauges. Under the Warn policy it writes
-// no claim.
+// the admission policy and sets the gauges. Under the Warn policy it neither
+// reads nor writes the admission policy.
 func (c *controller) syncBlockedClaims(ctx context.Context) error {
 	pvs, err := c.pvLister.List(labels.SelectorFromSet(labels.Set{
 		jobs.LabelManagedBy: jobs.ManagedByValue, jobs.LabelMachineReplaced: "true"}))
@@ -62,12 +62,14 @@ func (c *controller) syncBlockedClaims(ctx context.Context) error {
 		return err
 	}
 	metrics.ReplacedMachineVolumes.Set(float64(len(pvs)))
+	if c.opts.ReplacedMachinePolicy != ReplacedMachineBlockPods || c.policyLister == nil {
+		metrics.BlockedClaims.Set(0)
+		return nil
+	}
 	want := map[string]string{}
-	if c.opts.ReplacedMachinePolicy == ReplacedMachineBlockPods {
-		for _, pv := range pvs {
-			if ref := pv.Spec.ClaimRef; ref != nil && pv.DeletionTimestamp == nil {
-				want[BlockedClaimKey(ref.Namespace, ref.Name)] = pv.Name
-			}
+	for _, pv := range pvs {
+		if ref := pv.Spec.ClaimRef; ref != nil && pv.DeletionTimestamp == nil {
+			want[BlockedClaimKey(ref.Namespace, ref.Name)] = pv.Name
 		}
 	}
 	if err := c.writeBlockedClaims(ctx, want); err != nil {
