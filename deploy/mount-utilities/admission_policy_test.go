@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -35,7 +36,7 @@ func TestAdmissionPolicyDecisions(t *testing.T) {
 		name        string
 		op          admission.Operation
 		subresource string
-		obj, old    *corev1.Pod
+		obj, old    object
 		user        user.Info
 		wantDeny    string // a part of the message; "" admits
 	}{
@@ -71,25 +72,91 @@ func TestAdmissionPolicyDecisions(t *testing.T) {
 		{name: "the kubelet updates a mount pod's status", op: admission.Update, subresource: "status", old: mountPod, obj: mountPod,
 			user: &user.DefaultInfo{Name: "system:node:n1", Groups: []string{"system:nodes"}}},
 		{name: "a user changes the image of a mount pod", op: admission.Update, user: user1,
-			old: mountPod, obj: testPod(mountPod.Labels, "evil:1"), wantDeny: "may not change the images of mount pod kube-mount/p"},
+			old: mountPod, obj: testPod(mountPod.Labels, "evil:1"), wantDeny: "may not change the images of, nor add ephemeral containers to, mount pod kube-mount/p"},
 		{name: "a user changes the image of an unlabelled pod", op: admission.Update, user: user1,
 			old: plain, obj: testPod(plain.Labels, "busybox:2")},
 		{name: "an admin changes the image of a mount pod", op: admission.Update, old: mountPod, obj: testPod(mountPod.Labels, "mu:2"),
 			user: &user.DefaultInfo{Name: "admin", Groups: []string{"system:masters"}}},
+		{name: "a user adds an ephemeral container to a mount pod", op: admission.Update, subresource: "ephemeralcontainers", user: user1,
+			old: mountPod, obj: withEphemeral(mountPod, "mu:1"), wantDeny: "nor add ephemeral containers to, mount pod kube-mount/p"},
+		{name: "a user adds an ephemeral container to an unlabelled pod", op: admission.Update, subresource: "ephemeralcontainers", user: user1,
+			old: plain, obj: withEphemeral(plain, "busybox")},
+		{name: "an admin adds an ephemeral container to a mount pod", op: admission.Update, subresource: "ephemeralcontainers",
+			old: mountPod, obj: withEphemeral(mountPod, "busybox"), user: &user.DefaultInfo{Name: "admin", Groups: []string{"system:masters"}}},
 	}
 	v := compileShippedPolicy(t)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			deny, msg := evaluate(t, v, tc.op, tc.subresource, tc.obj, tc.old, tc.user)
-			switch {
-			case tc.wantDeny == "" && deny:
-				t.Errorf("denied: %s", msg)
-			case tc.wantDeny != "" && !deny:
-				t.Errorf("admitted, want a denial containing %q", tc.wantDeny)
-			case tc.wantDeny != "" && !strings.Contains(msg, tc.wantDeny):
-				t.Errorf("denied with %q, want it to contain %q", msg, tc.wantDeny)
-			}
+			checkDecision(t, v, tc.op, tc.subresource, tc.obj, tc.old, tc.user, tc.wantDeny)
 		})
+	}
+}
+
+// TestAdmissionPolicyDaemonSetDecisions: the DaemonSet controller may
+// create mount pods, so who writes a DaemonSet's pod template in the mount
+// namespace is checked as who writes a pod there.
+func TestAdmissionPolicyDaemonSetDecisions(t *testing.T) {
+	mountDS := testDaemonSet(map[string]string{"app": "mount-utilities", localLabel: "true"}, "mu:1", nil)
+	plainDS := testDaemonSet(map[string]string{"app": "x"}, "busybox", nil)
+	user1 := &user.DefaultInfo{Name: "alice", Groups: []string{"system:authenticated"}}
+	admin := &user.DefaultInfo{Name: "admin", Groups: []string{"system:masters", "system:authenticated"}}
+	gc := &user.DefaultInfo{Name: "system:serviceaccount:kube-system:generic-garbage-collector"}
+	withFinalizer := mountDS.DeepCopy()
+	withFinalizer.Finalizers = []string{"foregroundDeletion"}
+	relabelled := mountDS.DeepCopy()
+	relabelled.Labels = map[string]string{"team": "storage"}
+	tests := []struct {
+		name     string
+		op       admission.Operation
+		obj, old object
+		user     user.Info
+		wantDeny string
+	}{
+		{name: "a user creates a DaemonSet with a mount label", op: admission.Create, obj: mountDS, user: user1,
+			wantDeny: "user alice may not set the mount label(s) " + localLabel + " on the pod template of DaemonSet kube-mount/ds"},
+		{name: "a user creates a DaemonSet with a flex mount label", op: admission.Create, user: user1,
+			obj: testDaemonSet(map[string]string{fuseLabel: "true"}, "busybox", nil), wantDeny: fuseLabel + " on the pod template"},
+		{name: "a user creates an unlabelled DaemonSet", op: admission.Create, obj: plainDS, user: user1},
+		{name: "a system:masters admin creates the mount DaemonSet", op: admission.Create, obj: mountDS, user: admin},
+		{name: "a user adds a mount label to a DaemonSet's template", op: admission.Update, old: plainDS, user: user1,
+			obj: testDaemonSet(map[string]string{"app": "x", localLabel: "true"}, "busybox", nil), wantDeny: "may not set the mount label(s) " + localLabel},
+		{name: "a user changes the image of the mount DaemonSet", op: admission.Update, old: mountDS, user: user1,
+			obj: testDaemonSet(mountDS.Spec.Template.Labels, "evil:1", nil), wantDeny: "may not change the pod template of DaemonSet kube-mount/ds, whose pods are mount pods"},
+		{name: "a user changes the command of the mount DaemonSet", op: admission.Update, old: mountDS, user: user1,
+			obj: testDaemonSet(mountDS.Spec.Template.Labels, "mu:1", []string{"sh", "-c", "id"}), wantDeny: "may not change the pod template"},
+		{name: "a user removes the mount label from a DaemonSet's template", op: admission.Update, old: mountDS, user: user1,
+			obj: testDaemonSet(map[string]string{"app": "mount-utilities"}, "busybox", nil)},
+		{name: "a user changes the template of an unlabelled DaemonSet", op: admission.Update, old: plainDS, user: user1,
+			obj: testDaemonSet(plainDS.Spec.Template.Labels, "busybox:2", nil)},
+		{name: "a user relabels the mount DaemonSet object itself", op: admission.Update, old: mountDS, obj: relabelled, user: user1},
+		{name: "the garbage collector updates the mount DaemonSet's finalizers", op: admission.Update, old: withFinalizer, obj: mountDS, user: gc},
+		{name: "an admin changes the image of the mount DaemonSet", op: admission.Update, old: mountDS, user: admin,
+			obj: testDaemonSet(mountDS.Spec.Template.Labels, "mu:2", nil)},
+	}
+	v := compileShippedPolicy(t)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			checkDecision(t, v, tc.op, "", tc.obj, tc.old, tc.user, tc.wantDeny)
+		})
+	}
+}
+
+// object is a pod or a DaemonSet under admission.
+type object interface {
+	runtime.Object
+	metav1.Object
+}
+
+func checkDecision(t *testing.T, v validating.Validator, op admission.Operation, sub string, obj, old object, u user.Info, wantDeny string) {
+	t.Helper()
+	deny, msg := evaluate(t, v, op, sub, obj, old, u)
+	switch {
+	case wantDeny == "" && deny:
+		t.Errorf("denied: %s", msg)
+	case wantDeny != "" && !deny:
+		t.Errorf("admitted, want a denial containing %q", wantDeny)
+	case wantDeny != "" && !strings.Contains(msg, wantDeny):
+		t.Errorf("denied with %q, want it to contain %q", msg, wantDeny)
 	}
 }
 
@@ -124,20 +191,23 @@ func compileShippedPolicy(t *testing.T) validating.Validator {
 // evaluate returns whether the policy denies the request, and why. An
 // evaluation error fails the test: with failurePolicy Fail it would deny
 // every such request.
-func evaluate(t *testing.T, v validating.Validator, op admission.Operation, sub string, obj, old *corev1.Pod, u user.Info) (bool, string) {
+func evaluate(t *testing.T, v validating.Validator, op admission.Operation, sub string, obj, old object, u user.Info) (bool, string) {
 	t.Helper()
 	gvk := corev1.SchemeGroupVersion.WithKind("Pod")
 	gvr := corev1.SchemeGroupVersion.WithResource("pods")
+	if _, ok := obj.(*appsv1.DaemonSet); ok {
+		gvk, gvr = appsv1.SchemeGroupVersion.WithKind("DaemonSet"), appsv1.SchemeGroupVersion.WithResource("daemonsets")
+	}
 	var oldObj runtime.Object
 	if old != nil {
 		oldObj = old
 	}
-	attr := admission.NewAttributesRecord(obj, oldObj, gvk, obj.Namespace, obj.Name, gvr, sub, op, nil, false, u)
+	attr := admission.NewAttributesRecord(obj, oldObj, gvk, obj.GetNamespace(), obj.GetName(), gvr, sub, op, nil, false, u)
 	va := &admission.VersionedAttributes{Attributes: attr, VersionedObject: admission.NewLazyObject(obj), VersionedKind: gvk}
 	if old != nil {
 		va.VersionedOldObject = admission.NewLazyObject(old)
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: obj.Namespace, Labels: map[string]string{corev1.LabelMetadataName: obj.Namespace}}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: obj.GetNamespace(), Labels: map[string]string{corev1.LabelMetadataName: obj.GetNamespace()}}}
 	ctx := request.WithUser(t.Context(), u)
 	res := v.Validate(ctx, gvr, va, nil, ns, celconfig.RuntimeCELCostBudget, nil)
 	var deny bool
@@ -159,6 +229,31 @@ func testPod(labels map[string]string, image string) *corev1.Pod {
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: namespace, Labels: labels},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: image}}},
+	}
+}
+
+// withEphemeral returns a copy of pod with an ephemeral container added, as
+// kubectl debug sends it to pods/ephemeralcontainers.
+func withEphemeral(pod *corev1.Pod, image string) *corev1.Pod {
+	p := pod.DeepCopy()
+	p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, corev1.EphemeralContainer{
+		EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debugger", Image: image}})
+	return p
+}
+
+// testDaemonSet is a DaemonSet in kube-mount whose pod template has the
+// labels, one container with the image and the command.
+func testDaemonSet(templateLabels map[string]string, image string, command []string) *appsv1.DaemonSet {
+	return &appsv1.DaemonSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
+		ObjectMeta: metav1.ObjectMeta{Name: "ds", Namespace: namespace},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "ds"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: templateLabels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: image, Command: command}}},
+			},
+		},
 	}
 }
 

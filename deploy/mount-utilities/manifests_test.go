@@ -194,7 +194,8 @@ func TestDaemonSetServesDrivers(t *testing.T) {
 }
 
 // TestAdmissionPolicyMatches: the policy sees every request that could put
-// a mount label on a pod in kube-mount, fails closed, and looks for the
+// a mount label on a pod in kube-mount (directly, or through a DaemonSet's
+// template) or change what a labelled pod runs, fails closed, and looks for the
 // label keys and value pkg/mountpod uses. Its decisions are tested in
 // TestAdmissionPolicyDecisions.
 func TestAdmissionPolicyMatches(t *testing.T) {
@@ -231,7 +232,11 @@ func TestAdmissionPolicyMatches(t *testing.T) {
 	}
 	slices.Sort(got)
 	// pods/status: a status update keeps the labels the request sends.
-	want := []string{"/v1 CREATE pods", "/v1 UPDATE pods", "/v1 UPDATE pods/status"}
+	// pods/ephemeralcontainers: an ephemeral container runs any image.
+	// daemonsets: the DaemonSet controller, which is allowed, creates pods
+	// from their templates.
+	want := []string{"/v1 CREATE pods", "/v1 UPDATE pods", "/v1 UPDATE pods/ephemeralcontainers", "/v1 UPDATE pods/status",
+		"apps/v1 CREATE daemonsets", "apps/v1 UPDATE daemonsets"}
 	if !slices.Equal(got, want) {
 		t.Errorf("the policy matches %v, want %v", got, want)
 	}

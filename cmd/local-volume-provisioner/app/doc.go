@@ -4,7 +4,8 @@
 //
 //   - master: loads the configuration, starts the informers and runs
 //     pkg/localpv/controller, under leader election on a Lease unless
-//     --leader-elect=false; it serves /metrics and /healthz.
+//     --leader-elect=false; it serves /metrics, /healthz and /readyz (not
+//     ready while the leader's informer caches have not synced).
 //   - watcher: runs pkg/localpv/watcher on one node, which writes the node's
 //     NodeDiskState through the dynamic client; it serves /metrics and /healthz.
 //   - discover: the discovery Job entrypoint; it runs pkg/localpv/discovery

@@ -96,14 +96,15 @@ func runMaster(ctx context.Context, o *options.MasterOptions) error {
 		return err
 	}
 	metrics.Register()
-	serveMetrics(ctx, o.MetricsAddress)
+	ready := &readiness{}
+	serveMetrics(ctx, o.MetricsAddress, ready)
 
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "local-volume-provisioner"})
 
-	run := func(ctx context.Context) error { return runController(ctx, o, cfg, kube, dyn, recorder) }
+	run := func(ctx context.Context) error { return runController(ctx, o, cfg, kube, dyn, recorder, ready) }
 	if !o.LeaderElect {
 		return run(ctx)
 	}
@@ -144,7 +145,7 @@ func stripManagedFields(obj any) (any, error) {
 }
 
 func runController(ctx context.Context, o *options.MasterOptions, cfg *config.Configuration, kube kubernetes.Interface,
-	dyn dynamic.Interface, recorder record.EventRecorder) error {
+	dyn dynamic.Interface, recorder record.EventRecorder, ready *readiness) error {
 	strip := informers.WithTransform(stripManagedFields)
 	cluster := informers.NewSharedInformerFactoryWithOptions(kube, 0, strip)
 	own := informers.NewSharedInformerFactoryWithOptions(kube, 0, strip, informers.WithNamespace(o.Namespace),
@@ -161,11 +162,16 @@ func runController(ctx context.Context, o *options.MasterOptions, cfg *config.Co
 		Nodes: cluster.Core().V1().Nodes(), PVs: cluster.Core().V1().PersistentVolumes(),
 		StorageClasses: cluster.Storage().V1().StorageClasses(), Jobs: own.Batch().V1().Jobs(),
 		Pods: own.Core().V1().Pods(), Notifications: notif.ForResource(v1alpha1.SchemeGroupVersionResource).Informer(),
-		AdmissionPolicies: policy.Admissionregistration().V1().ValidatingAdmissionPolicies(),
+	}
+	// Under Warn the policy is never read: no informer, so no right on it
+	// is needed.
+	if o.ReplacedMachinePolicy == controller.ReplacedMachineBlockPods {
+		inf.AdmissionPolicies = policy.Admissionregistration().V1().ValidatingAdmissionPolicies()
 	}
 	c, err := controller.New(ctx, kube, inf, recorder, controller.Options{
 		Config: cfg, ProvisionerName: o.ProvisionerName, DiscoveryQPS: o.DiscoveryQPS, DiscoveryBurst: o.DiscoveryBurst,
 		RetryBase: o.RetryBase, RetryMax: o.RetryMax, ReplacedMachinePolicy: o.ReplacedMachinePolicy, AdmissionPolicyName: o.AdmissionPolicy, Notifications: dyn.Resource(v1alpha1.SchemeGroupVersionResource),
+		CacheSyncTimeout: o.CacheSyncTimeout,
 		Jobs: jobs.Params{Namespace: o.Namespace, Image: o.Image, ImagePullPolicy: v1.PullPolicy(o.ImagePullPolicy),
 			DiscoveryShards: o.DiscoveryShards, DiscoveryTTL: int32(o.DiscoveryTTL.Seconds()), CleanupTTL: int32(o.CleanupTTL.Seconds()),
 			DiscoveryDeadline: int64(o.DiscoveryDeadline.Seconds()), PriorityClassName: o.PriorityClassName},
@@ -173,6 +179,8 @@ func runController(ctx context.Context, o *options.MasterOptions, cfg *config.Co
 	if err != nil {
 		return err
 	}
+	ready.set(c.Ready)
+	defer ready.set(nil)
 	cluster.StartWithContext(ctx)
 	own.StartWithContext(ctx)
 	policy.StartWithContext(ctx)
@@ -223,14 +231,18 @@ func runLeaderElected(ctx context.Context, o *options.MasterOptions, kube kubern
 	return nil
 }
 
-// serveMetrics serves /metrics and /healthz until ctx ends.
-func serveMetrics(ctx context.Context, addr string) {
+// serveMetrics serves /metrics and /healthz, and /readyz when ready is
+// set, until ctx ends.
+func serveMetrics(ctx context.Context, addr string, ready http.Handler) {
 	if addr == "" {
 		return
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", legacyregistry.Handler())
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	if ready != nil {
+		mux.Handle("/readyz", ready)
+	}
 	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {

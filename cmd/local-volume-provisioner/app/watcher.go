@@ -55,7 +55,7 @@ func runWatcher(ctx context.Context, o *options.WatcherOptions) error {
 		return fmt.Errorf("failed to create dynamic client: %w", err)
 	}
 	metrics.Register()
-	serveMetrics(ctx, o.MetricsAddress)
+	serveMetrics(ctx, o.MetricsAddress, nil)
 	w := watcher.New(watcher.Options{Classes: classes, Resync: o.Resync, Debounce: o.Debounce},
 		&discovery.Scanner{}, watcher.NewNotifier(dyn, o.NodeName, clock.RealClock{}))
 	return w.Run(ctx)

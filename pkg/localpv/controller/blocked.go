@@ -56,7 +56,7 @@ func BlockedClaimsExpression(claims map[string]string) string {
 // disk-replaced into the admission policy and sets the gauges. Only a PV
 // Bound to the live claim of its claimRef's name blocks it: a released PV,
 // or a claim created again under the same name, blocks nothing. Under the
-// Warn policy it writes no claim.
+// Warn policy it neither reads nor writes the admission policy.
 func (c *controller) syncBlockedClaims(ctx context.Context) error {
 	all, err := c.pvLister.List(labels.SelectorFromSet(labels.Set{jobs.LabelManagedBy: jobs.ManagedByValue}))
 	if err != nil {
@@ -76,17 +76,19 @@ func (c *controller) syncBlockedClaims(ctx context.Context) error {
 		}
 	}
 	metrics.ReplacedMachineVolumes.Set(float64(replaced))
+	if c.opts.ReplacedMachinePolicy != ReplacedMachineBlockPods || c.policyLister == nil {
+		metrics.BlockedClaims.Set(0)
+		return nil
+	}
 	want := map[string]string{}
-	if c.opts.ReplacedMachinePolicy == ReplacedMachineBlockPods {
-		for _, pv := range pvs {
-			live, err := c.liveClaimOf(ctx, pv)
-			if err != nil {
-				return fmt.Errorf("failed to read the claim of PV %s: %w", pv.Name, err)
-			}
-			if live {
-				ref := pv.Spec.ClaimRef
-				want[BlockedClaimKey(ref.Namespace, ref.Name)] = pv.Name
-			}
+	for _, pv := range pvs {
+		live, err := c.liveClaimOf(ctx, pv)
+		if err != nil {
+			return fmt.Errorf("failed to read the claim of PV %s: %w", pv.Name, err)
+		}
+		if live {
+			ref := pv.Spec.ClaimRef
+			want[BlockedClaimKey(ref.Namespace, ref.Name)] = pv.Name
 		}
 	}
 	if err := c.writeBlockedClaims(ctx, want); err != nil {

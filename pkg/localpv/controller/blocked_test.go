@@ -9,6 +9,7 @@ import (
 	"github.com/google/cel-go/cel"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	core "k8s.io/client-go/testing"
@@ -175,13 +176,25 @@ func TestBlockedClaimsWrittenAgainAfterReapply(t *testing.T) {
 	}
 }
 
+// TestNoPolicyNeededWithoutBlockedClaims: with no claim to block, a missing
+// policy is no error and nothing is written.
 func TestNoPolicyNeededWithoutBlockedClaims(t *testing.T) {
 	f := newFixture(t, nil, machineNode("a", "m1", "u1"))
 	if err := f.kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(t.Context(),
 		ReplacedMachineAdmissionPolicy, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	f.syncStores()
+	if _, err := f.c.policyLister.Get(ReplacedMachineAdmissionPolicy); !apierrors.IsNotFound(err) {
+		t.Fatalf("setup: the master's cache still has the policy (err %v)", err)
+	}
+	f.kube.ClearActions()
 	if err := f.c.sync(t.Context(), blockedClaimsKey); err != nil {
 		t.Errorf("sync without the policy and without blocked claims: %v", err)
+	}
+	for _, a := range f.kube.Actions() {
+		if a.GetResource().Resource == "validatingadmissionpolicies" {
+			t.Errorf("the master wrote the policy: %s", a.GetVerb())
+		}
 	}
 }

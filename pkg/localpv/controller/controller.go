@@ -36,6 +36,11 @@ type Controller interface {
 	// Run starts the workers and blocks until ctx is done. The informers
 	// must have been started by the caller.
 	Run(ctx context.Context, workers int)
+	// Ready returns nil once Run's informer caches have synced, and
+	// otherwise an error naming those that have not (after
+	// Options.CacheSyncTimeout, with the rights the master needs on them).
+	// It is safe to call at any time.
+	Ready() error
 }
 
 // Options configure the master.
@@ -63,6 +68,10 @@ type Options struct {
 	// master writes the blocked claims; empty means
 	// ReplacedMachineAdmissionPolicy.
 	AdmissionPolicyName string
+	// CacheSyncTimeout is how long Run waits for an informer cache before
+	// it logs the cache and reports it in Ready; it keeps waiting. Zero
+	// means DefaultCacheSyncTimeout.
+	CacheSyncTimeout time.Duration
 }
 
 // Informers are what the master watches. Jobs and Pods must be limited to
@@ -79,7 +88,10 @@ type Informers struct {
 	Notifications cache.SharedIndexInformer
 	// AdmissionPolicies watches the replaced-machine admission policy (it
 	// may be limited to that one name), so that the blocked claims are
-	// written again when someone re-applies or re-creates it.
+	// written again when someone re-applies or re-creates it. Required
+	// under ReplacedMachineBlockPods; under ReplacedMachineWarn it is not
+	// used (leave it nil and do not start it: the master then needs no
+	// right on admission policies).
 	AdmissionPolicies admissionregistrationinformers.ValidatingAdmissionPolicyInformer
 }
 
@@ -99,7 +111,7 @@ type controller struct {
 	jobIndexer   cache.Indexer
 	podLister    corelisters.PodLister
 	policyLister admissionregistrationlisters.ValidatingAdmissionPolicyLister
-	synced       []cache.InformerSynced
+	caches       *cacheSync
 
 	queue workqueue.TypedRateLimitingInterface[string]
 
@@ -141,6 +153,15 @@ func newController(ctx context.Context, kube kubernetes.Interface, inf Informers
 	if opts.AdmissionPolicyName == "" {
 		opts.AdmissionPolicyName = ReplacedMachineAdmissionPolicy
 	}
+	if opts.ReplacedMachinePolicy == ReplacedMachineBlockPods && inf.AdmissionPolicies == nil {
+		return nil, fmt.Errorf("replaced machine policy %s needs an informer on admission policies", ReplacedMachineBlockPods)
+	}
+	if opts.ReplacedMachinePolicy != ReplacedMachineBlockPods {
+		inf.AdmissionPolicies = nil
+	}
+	if opts.CacheSyncTimeout <= 0 {
+		opts.CacheSyncTimeout = DefaultCacheSyncTimeout
+	}
 	if opts.RetryMax < opts.RetryBase {
 		opts.RetryMax = max(opts.RetryBase, 30*time.Minute)
 	}
@@ -149,7 +170,7 @@ func newController(ctx context.Context, kube kubernetes.Interface, inf Informers
 		limiter:    rate.NewLimiter(rate.Limit(opts.DiscoveryQPS), max(opts.DiscoveryBurst, 1)),
 		nodeLister: inf.Nodes.Lister(), pvLister: inf.PVs.Lister(), pvIndexer: inf.PVs.Informer().GetIndexer(),
 		scLister: inf.StorageClasses.Lister(), jobLister: inf.Jobs.Lister(), jobIndexer: inf.Jobs.Informer().GetIndexer(),
-		podLister: inf.Pods.Lister(), policyLister: inf.AdmissionPolicies.Lister(),
+		podLister: inf.Pods.Lister(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, opts.RetryMax),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "local_volume_provisioner", Clock: opts.Clock}),
@@ -165,11 +186,26 @@ func newController(ctx context.Context, kube kubernetes.Interface, inf Informers
 	if err := c.addHandlers(klog.FromContext(ctx), inf); err != nil {
 		return nil, err
 	}
-	c.synced = []cache.InformerSynced{inf.Nodes.Informer().HasSynced, inf.PVs.Informer().HasSynced,
-		inf.StorageClasses.Informer().HasSynced, inf.Jobs.Informer().HasSynced, inf.Pods.Informer().HasSynced,
-		inf.Notifications.HasSynced, inf.AdmissionPolicies.Informer().HasSynced}
+	c.caches = newCacheSync(c.informerCaches(inf), opts.CacheSyncTimeout, opts.Clock)
 	return c, nil
 }
+
+// informerCaches names the informers Run waits for by what they list and
+// watch.
+func (c *controller) informerCaches(inf Informers) []informerCache {
+	ns := " in namespace " + c.opts.Jobs.Namespace
+	caches := []informerCache{{"nodes", inf.Nodes.Informer()}, {"persistentvolumes", inf.PVs.Informer()},
+		{"storageclasses.storage.k8s.io", inf.StorageClasses.Informer()}, {"jobs.batch" + ns, inf.Jobs.Informer()},
+		{"pods" + ns, inf.Pods.Informer()}, {"nodediskstates.localpv.nodeplug.io", inf.Notifications}}
+	if inf.AdmissionPolicies != nil {
+		c.policyLister = inf.AdmissionPolicies.Lister()
+		caches = append(caches, informerCache{"validatingadmissionpolicies.admissionregistration.k8s.io named " +
+			c.opts.AdmissionPolicyName, inf.AdmissionPolicies.Informer()})
+	}
+	return caches
+}
+
+func (c *controller) Ready() error { return c.caches.ready() }
 
 func (c *controller) Run(ctx context.Context, workers int) {
 	defer utilruntime.HandleCrashWithContext(ctx)
@@ -177,7 +213,7 @@ func (c *controller) Run(ctx context.Context, workers int) {
 	logger := klog.FromContext(ctx)
 	logger.Info("Starting local volume provisioner master")
 	defer logger.Info("Shutting down local volume provisioner master")
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
+	if !c.caches.wait(ctx) {
 		return
 	}
 	c.enqueueKnownNodes()

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -124,8 +125,7 @@ func (c *controller) recordInventory(ctx context.Context, node string, r *report
 	if same {
 		return
 	}
-	status.InventoryTime = &metav1.Time{Time: c.clock.Now()}
-	patch, err := json.Marshal(map[string]any{"status": status})
+	patch, err := inventoryPatch(status, c.clock.Now())
 	if err == nil {
 		_, err = c.opts.Notifications.Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 	}
@@ -138,6 +138,22 @@ func (c *controller) recordInventory(ctx context.Context, node string, r *report
 		c.withNode(node, func(st *nodeState) { st.inventory = digest })
 		logger.V(2).Info("Recorded the disk inventory", "node", node, "disks", r.DisksTotal)
 	}
+}
+
+// inventoryPatch is the merge patch that sets the inventory. Every field is
+// written, an empty list as null and no disks as 0, so that a list the
+// report no longer carries (no disks left, or dropped for size) is cleared
+// rather than kept beside a fresh inventoryTime.
+func inventoryPatch(status v1alpha1.NodeDiskStateStatus, now time.Time) ([]byte, error) {
+	var disks any
+	if len(status.Disks) > 0 {
+		disks = status.Disks
+	}
+	return json.Marshal(map[string]any{"status": map[string]any{
+		"disks":         disks,
+		"disksTotal":    status.DisksTotal,
+		"inventoryTime": metav1.NewTime(now),
+	}})
 }
 
 func apiDisk(d report.Disk) v1alpha1.Disk {

@@ -3,6 +3,7 @@ package controller
 import (
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -112,29 +113,40 @@ func TestDiskKeepsItsPVAcrossRenames(t *testing.T) {
 	}
 }
 
-func TestInventoryIsRecordedInStatus(t *testing.T) {
-	f := newDiskFixture(t)
+// createDiskState creates node a's NodeDiskState, as its watcher does.
+func (f *fixture) createDiskState() {
+	f.t.Helper()
 	s := &v1alpha1.NodeDiskState{ObjectMeta: metav1.ObjectMeta{Name: "a"},
 		Spec: v1alpha1.NodeDiskStateSpec{NodeName: "a", Digest: strings.Repeat("a", 64), ObservedTime: metav1.NewTime(start)}}
 	u, err := v1alpha1.ToUnstructured(s)
 	if err != nil {
-		t.Fatal(err)
+		f.t.Fatal(err)
 	}
-	res := f.dyn.Resource(v1alpha1.SchemeGroupVersionResource)
-	if _, err := res.Create(t.Context(), u, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	if _, err := f.dyn.Resource(v1alpha1.SchemeGroupVersionResource).Create(f.t.Context(), u, metav1.CreateOptions{}); err != nil {
+		f.t.Fatal(err)
 	}
-	r := diskReport("a", nil)
-	f.discover("a", r)
-	got, err := res.Get(t.Context(), "a", metav1.GetOptions{})
+}
+
+// diskStatus returns the status of node a's NodeDiskState.
+func (f *fixture) diskStatus() v1alpha1.NodeDiskStateStatus {
+	f.t.Helper()
+	got, err := f.dyn.Resource(v1alpha1.SchemeGroupVersionResource).Get(f.t.Context(), "a", metav1.GetOptions{})
 	if err != nil {
-		t.Fatal(err)
+		f.t.Fatal(err)
 	}
 	state, err := v1alpha1.FromUnstructured(got)
 	if err != nil {
-		t.Fatal(err)
+		f.t.Fatal(err)
 	}
-	st := state.Status
+	return state.Status
+}
+
+func TestInventoryIsRecordedInStatus(t *testing.T) {
+	f := newDiskFixture(t)
+	f.createDiskState()
+	r := diskReport("a", nil)
+	f.discover("a", r)
+	st := f.diskStatus()
 	if st.DisksTotal != 2 || len(st.Disks) != 2 || st.Disks[0].Name != "sda" || st.Disks[0].Serial != "S1" ||
 		!st.Disks[1].Rotational || st.Disks[1].Signature != "ext4" || st.InventoryTime == nil {
 		t.Errorf("bad status: %+v", st)
@@ -152,6 +164,47 @@ func TestInventoryIsRecordedInStatus(t *testing.T) {
 	f.discover("a", r)
 	if patches() != n {
 		t.Error("an unchanged inventory was written again")
+	}
+}
+
+// TestInventoryClearsWhenDisksGo: a report without a disk list replaces
+// the one recorded before; the stale list is not kept beside a fresh time.
+func TestInventoryClearsWhenDisksGo(t *testing.T) {
+	tests := []struct {
+		name      string
+		disks     []report.Disk
+		total     int
+		wantTotal int32
+	}{
+		{name: "no disks left", disks: nil, total: 0, wantTotal: 0},
+		{name: "list dropped for size", disks: nil, total: 2, wantTotal: 2},
+		{name: "one disk left", disks: []report.Disk{{Name: "sdb", Size: 1 << 40}}, total: 1, wantTotal: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newDiskFixture(t)
+			f.createDiskState()
+			f.discover("a", diskReport("a", nil))
+			if st := f.diskStatus(); len(st.Disks) != 2 {
+				t.Fatalf("first inventory not recorded: %+v", st)
+			}
+			f.clock.Step(time.Minute)
+			r := diskReport("a", nil)
+			r.Disks, r.DisksTotal = tc.disks, tc.total
+			f.discover("a", r)
+			st := f.diskStatus()
+			if len(st.Disks) != len(tc.disks) || st.DisksTotal != tc.wantTotal {
+				t.Errorf("status keeps %d disks (total %d), want %d (total %d): %+v", len(st.Disks), st.DisksTotal, len(tc.disks), tc.wantTotal, st.Disks)
+			}
+			for i := range tc.disks {
+				if st.Disks[i].Name != tc.disks[i].Name {
+					t.Errorf("disk %d is %s, want %s", i, st.Disks[i].Name, tc.disks[i].Name)
+				}
+			}
+			if st.InventoryTime == nil || !st.InventoryTime.Time.Equal(f.clock.Now().Truncate(time.Second)) {
+				t.Errorf("inventoryTime %v, want %v", st.InventoryTime, f.clock.Now())
+			}
+		})
 	}
 }
 

@@ -61,9 +61,18 @@ type fixture struct {
 	cfg      *config.Configuration
 	c        *controller
 	uids     atomic.Int64
+	// tweak, when set, changes the controller's options and informers.
+	tweak func(*Options, *Informers)
 }
 
 func newFixture(t *testing.T, extraConfig map[string]string, objs ...runtime.Object) *fixture {
+	t.Helper()
+	return newFixtureWith(t, nil, extraConfig, objs...)
+}
+
+// newFixtureWith is newFixture with the controller's options and informers
+// changed by tweak.
+func newFixtureWith(t *testing.T, tweak func(*Options, *Informers), extraConfig map[string]string, objs ...runtime.Object) *fixture {
 	t.Helper()
 	data := map[string]string{config.KeyStorageClassMap: fastClass}
 	for k, v := range extraConfig {
@@ -75,7 +84,7 @@ func newFixture(t *testing.T, extraConfig map[string]string, objs ...runtime.Obj
 	}
 	objs = append(objs, testPolicy())
 	f := &fixture{t: t, kube: fake.NewClientset(objs...), clock: testingclock.NewFakeClock(start), cfg: cfg,
-		recorder: record.NewFakeRecorder(1000)}
+		recorder: record.NewFakeRecorder(1000), tweak: tweak}
 	f.kube.PrependReactor("create", "*", f.stampCreate)
 	f.restart()
 	return f
@@ -96,13 +105,17 @@ func (f *fixture) restart() {
 		Pods: f.factory.Core().V1().Pods(), Notifications: nf.ForResource(v1alpha1.SchemeGroupVersionResource).Informer(),
 		AdmissionPolicies: f.factory.Admissionregistration().V1().ValidatingAdmissionPolicies()}
 	_, ctx := ktesting.NewTestContext(f.t)
-	c, err := newController(ctx, f.kube, f.inf, f.recorder, Options{
+	opts := Options{
 		Config: f.cfg, ProvisionerName: "nodeplug.io/local-volume-provisioner", Clock: f.clock,
 		RetryBase: 10 * time.Second, RetryMax: 5 * time.Minute, DiscoveryQPS: 1000, DiscoveryBurst: 1000,
 		Notifications: f.dyn.Resource(v1alpha1.SchemeGroupVersionResource),
 		Jobs: jobs.Params{Namespace: testNS, Image: "nodeplug/local-volume-provisioner:dev", ImagePullPolicy: v1.PullIfNotPresent,
 			DiscoveryShards: 2, DiscoveryTTL: 300, CleanupTTL: 3600},
-	})
+	}
+	if f.tweak != nil {
+		f.tweak(&opts, &f.inf)
+	}
+	c, err := newController(ctx, f.kube, f.inf, f.recorder, opts)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -151,8 +164,10 @@ func (f *fixture) syncStores() {
 	replace(f.inf.Jobs.Informer().GetStore(), js, err)
 	pods, err := f.kube.CoreV1().Pods(testNS).List(ctx, metav1.ListOptions{})
 	replace(f.inf.Pods.Informer().GetStore(), pods, err)
-	policies, err := f.kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().List(ctx, metav1.ListOptions{})
-	replace(f.inf.AdmissionPolicies.Informer().GetStore(), policies, err)
+	if f.inf.AdmissionPolicies != nil {
+		policies, err := f.kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().List(ctx, metav1.ListOptions{})
+		replace(f.inf.AdmissionPolicies.Informer().GetStore(), policies, err)
+	}
 }
 
 // sync runs one key and refreshes the caches.

@@ -48,11 +48,13 @@ func (c *controller) addHandlers(logger klog.Logger, inf Informers) error {
 			AddFunc:    c.onNotification,
 			UpdateFunc: func(_, obj interface{}) { c.onNotification(obj) },
 		}},
-		{"validatingadmissionpolicies", inf.AdmissionPolicies.Informer(), cache.ResourceEventHandlerFuncs{
+	}
+	if inf.AdmissionPolicies != nil {
+		regs = append(regs, registration{"validatingadmissionpolicies", inf.AdmissionPolicies.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc:    c.onPolicy,
 			UpdateFunc: func(_, obj interface{}) { c.onPolicy(obj) },
 			DeleteFunc: c.onPolicy,
-		}},
+		}})
 	}
 	for _, r := range regs {
 		if _, err := r.inf.AddEventHandlerWithOptions(r.h, cache.HandlerOptions{Logger: &logger}); err != nil {

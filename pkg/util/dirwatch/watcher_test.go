@@ -239,13 +239,33 @@ func TestUnwatchableDirectoryIsRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	next(t, w, "start", isRescan(dirwatch.ReasonStarted))
+	// Each attempt to watch bad: the first, then the retries.
+	attempts := make(chan struct{}, 16)
+	fsw.BeforeAdd(func(path string) {
+		if path == bad {
+			select {
+			case attempts <- struct{}{}:
+			default:
+			}
+		}
+	})
 	mkdir(t, bad)
 	next(t, w, "unwatchable", isOp(dirwatch.Unwatchable, bad))
 	next(t, w, "create bad", isOp(dirwatch.Create, bad))
-	time.Sleep(50 * time.Millisecond) // a few retries
+	// The third attempt starts after the first retry has failed and been
+	// handled.
+	timeout := time.After(10 * time.Second)
+	for n := 0; n < 3; n++ {
+		select {
+		case <-attempts:
+		case <-timeout:
+			t.Fatalf("%d attempts to watch %s in 10 s, want 3", n, bad)
+		}
+	}
 	if got := m.watchFailed.Load(); got != 1 {
 		t.Fatalf("failure reported %d times, want once", got)
 	}
+	fsw.BeforeAdd(nil)
 	fsw.FailAdd(bad, false)
 	next(t, w, "recovered", isRescan(dirwatch.ReasonWatchRecovered))
 	if !w.Watching(bad) {

@@ -67,6 +67,15 @@ func newMasterEnvWithSim(t testing.TB, simWorkers int) (*env, *kubeletSim) {
 // runs when the test ends.
 func (e *env) startMaster(t *testing.T, retryBase time.Duration) (stop func()) {
 	t.Helper()
+	stop, _ = e.startMasterWith(t, retryBase, controller.Options{})
+	return stop
+}
+
+// startMasterWith is startMaster with the replaced-machine policy and the
+// cache sync timeout of opts; it also returns the master. Under Warn, as
+// in the binary, no admission policy informer is started.
+func (e *env) startMasterWith(t *testing.T, retryBase time.Duration, opts controller.Options) (stop func(), c controller.Controller) {
+	t.Helper()
 	cfg, _, err := config.Parse(map[string]string{config.KeyStorageClassMap: classMap})
 	if err != nil {
 		t.Fatal(err)
@@ -88,12 +97,16 @@ func (e *env) startMaster(t *testing.T, retryBase time.Duration) (stop func()) {
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "local-volume-provisioner"})
-	c, err := controller.New(ctx, kube, controller.Informers{
+	inf := controller.Informers{
 		Nodes: cluster.Core().V1().Nodes(), PVs: cluster.Core().V1().PersistentVolumes(),
 		StorageClasses: cluster.Storage().V1().StorageClasses(), Jobs: own.Batch().V1().Jobs(), Pods: own.Core().V1().Pods(),
-		Notifications:     notif.ForResource(v1alpha1.SchemeGroupVersionResource).Informer(),
-		AdmissionPolicies: policy.Admissionregistration().V1().ValidatingAdmissionPolicies(),
-	}, recorder, controller.Options{
+		Notifications: notif.ForResource(v1alpha1.SchemeGroupVersionResource).Informer(),
+	}
+	if opts.ReplacedMachinePolicy != controller.ReplacedMachineWarn {
+		inf.AdmissionPolicies = policy.Admissionregistration().V1().ValidatingAdmissionPolicies()
+	}
+	c, err = controller.New(ctx, kube, inf, recorder, controller.Options{
+		ReplacedMachinePolicy: opts.ReplacedMachinePolicy, CacheSyncTimeout: opts.CacheSyncTimeout,
 		Config: cfg, ProvisionerName: "nodeplug.io/local-volume-provisioner", DiscoveryQPS: 100, DiscoveryBurst: 100,
 		RetryBase: retryBase, RetryMax: 2 * retryBase, Notifications: dyn.Resource(v1alpha1.SchemeGroupVersionResource),
 		Jobs: jobs.Params{Namespace: namespace, Image: "nodeplug/local-volume-provisioner:dev", ImagePullPolicy: corev1.PullIfNotPresent,
@@ -121,7 +134,7 @@ func (e *env) startMaster(t *testing.T, retryBase time.Duration) (stop func()) {
 		broadcaster.Shutdown()
 	})
 	t.Cleanup(stop)
-	return stop
+	return stop, c
 }
 
 // asMaster returns a copy of cfg that acts as the master's ServiceAccount.

@@ -36,6 +36,9 @@ type MasterOptions struct {
 	PriorityClassName string
 
 	MetricsAddress string
+	// CacheSyncTimeout is how long the master waits for an informer cache
+	// before it logs what it needs and reports not ready.
+	CacheSyncTimeout time.Duration
 
 	// CheckCleanerPrograms rejects a configuration whose block cleaner
 	// program is not in the master's filesystem.
@@ -64,7 +67,7 @@ func NewMasterOptions() *MasterOptions {
 		KubeAPIQPS: 50, KubeAPIBurst: 100, DiscoveryQPS: 10, DiscoveryBurst: 20,
 		DiscoveryShards: 1, DiscoveryTTL: 5 * time.Minute, DiscoveryDeadline: 5 * time.Minute,
 		CleanupTTL: 24 * time.Hour, RetryBase: 10 * time.Second, RetryMax: 30 * time.Minute,
-		MetricsAddress: ":8080", CheckCleanerPrograms: true, ReplacedMachinePolicy: "BlockPods",
+		MetricsAddress: ":8080", CacheSyncTimeout: 2 * time.Minute, CheckCleanerPrograms: true, ReplacedMachinePolicy: "BlockPods",
 		AdmissionPolicy: "local-volume-provisioner-replaced-machine-claims", LeaderElect: true, LeaseName: "local-volume-provisioner",
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 	}
@@ -90,10 +93,11 @@ func (o *MasterOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RetryBase, "retry-base", o.RetryBase, "First backoff after a failed Job; doubles per failure.")
 	fs.DurationVar(&o.RetryMax, "retry-max", o.RetryMax, "Largest backoff after failed Jobs.")
 	fs.StringVar(&o.PriorityClassName, "job-priority-class", o.PriorityClassName, "priorityClassName of Job pods.")
-	fs.StringVar(&o.MetricsAddress, "metrics-address", o.MetricsAddress, "Address of /metrics and /healthz; empty disables.")
+	fs.StringVar(&o.MetricsAddress, "metrics-address", o.MetricsAddress, "Address of /metrics, /healthz and /readyz; empty disables.")
+	fs.DurationVar(&o.CacheSyncTimeout, "cache-sync-timeout", o.CacheSyncTimeout, "How long the leader waits for an informer cache to sync before it logs the resource and the rights it needs (list, watch) and reports not ready on /readyz; it keeps waiting.")
 	fs.BoolVar(&o.CheckCleanerPrograms, "check-cleaner-programs", o.CheckCleanerPrograms, "Refuse a configuration whose blockCleanerCommand names a program that is not an executable in this container. The master runs the image of the cleanup Jobs (--job-image); turn this off if it does not.")
 	fs.StringVar(&o.ReplacedMachinePolicy, "replaced-machine-policy", o.ReplacedMachinePolicy, "What happens to a bound PV when another machine (another machineID or systemUUID) registers under its node's name: BlockPods keeps the PV, marks it and writes its claim into the admission policy named by --replaced-machine-admission-policy, which refuses new pods that use the claim; Warn keeps and marks the PV only.")
-	fs.StringVar(&o.AdmissionPolicy, "replaced-machine-admission-policy", o.AdmissionPolicy, "The ValidatingAdmissionPolicy whose blockedClaims variable the master keeps (deploy/local-volume-provisioner/admission-policy.yaml); the master needs get, list, watch and update on it.")
+	fs.StringVar(&o.AdmissionPolicy, "replaced-machine-admission-policy", o.AdmissionPolicy, "The ValidatingAdmissionPolicy whose blockedClaims variable the master keeps (deploy/local-volume-provisioner/admission-policy.yaml); under BlockPods the master needs get, list, watch and update on it; under Warn it does not use it.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader among replicas with a Lease.")
 	fs.StringVar(&o.LeaseName, "leader-elect-lease-name", o.LeaseName, "Name of the leader Lease.")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "Lease duration.")
@@ -120,6 +124,9 @@ func (o *MasterOptions) Validate() error {
 	}
 	if o.DiscoveryShards < 1 || o.DiscoveryShards > report.MaxShards {
 		errs = append(errs, fmt.Errorf("--discovery-shards must be between 1 and %d", report.MaxShards))
+	}
+	if o.CacheSyncTimeout <= 0 {
+		errs = append(errs, errors.New("--cache-sync-timeout must be positive"))
 	}
 	if o.RetryBase <= 0 || o.RetryMax < o.RetryBase {
 		errs = append(errs, errors.New("--retry-base must be positive and not above --retry-max"))

@@ -48,6 +48,7 @@ func TestMasterValidate(t *testing.T) {
 		{name: "cleanup ttl below retry max", mutate: func(o *MasterOptions) { o.CleanupTTL = time.Minute }, wantErr: "--cleanup-job-ttl"},
 		{name: "bad lease timings", mutate: func(o *MasterOptions) { o.RenewDeadline = time.Minute }, wantErr: "lease duration"},
 		{name: "unknown replaced machine policy", mutate: func(o *MasterOptions) { o.ReplacedMachinePolicy = "Delete" }, wantErr: "--replaced-machine-policy"},
+		{name: "zero cache sync timeout", mutate: func(o *MasterOptions) { o.CacheSyncTimeout = 0 }, wantErr: "--cache-sync-timeout"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

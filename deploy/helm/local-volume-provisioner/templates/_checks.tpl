@@ -47,6 +47,7 @@ honour, each with the key and what to do. It renders nothing.
 {{- fail "values: classes is empty: list at least one class (name, hostDir)" -}}
 {{- end -}}
 {{- $seen := dict -}}
+{{- $classKeys := list "name" "hostDir" "mountDir" "volumeMode" "accessMode" "fsType" "namePattern" "blockCleanerCommand" "selector" "diskSelector" "storageClass" "allowedTopologies" -}}
 {{- range $i, $c := .Values.classes -}}
 {{- if not (kindIs "map" $c) -}}
 {{- fail (printf "values: classes[%d] is not a map with name and hostDir" $i) -}}
@@ -58,8 +59,20 @@ honour, each with the key and what to do. It renders nothing.
 {{- fail (printf "values: classes[%d]: class %q is listed twice; give each class its own name" $i $c.name) -}}
 {{- end -}}
 {{- $_ := set $seen $c.name true -}}
-{{- if not (hasPrefix "/" (toString $c.hostDir)) -}}
-{{- fail (printf "values: classes[%d] (%s): hostDir %q must be an absolute path on the host" $i $c.name (toString $c.hostDir)) -}}
+{{- range $key := keys $c | sortAlpha -}}
+{{- if not (has $key $classKeys) -}}
+{{- fail (printf "values: classes[%d] (%s): key %q is not a class key of this chart, which would drop it; the keys are %s: remove it or correct its name" $i $c.name $key (join ", " $classKeys)) -}}
+{{- end -}}
+{{- end -}}
+{{- $hostDir := include "lvp.hostDir" $c -}}
+{{- if not (hasPrefix "/" $hostDir) -}}
+{{- fail (printf "values: classes[%d] (%s): hostDir %q must be an absolute path on the host" $i $c.name $hostDir) -}}
+{{- end -}}
+{{- if and (include "lvp.hasDiskSelector" $c) (not (kindIs "map" $c.diskSelector)) -}}
+{{- fail (printf "values: classes[%d] (%s): diskSelector must be a map of disk properties, such as {rotational: false, minSize: 100Gi}" $i $c.name) -}}
+{{- end -}}
+{{- if and (include "lvp.inDev" $c) $c.mountDir (ne (toString $c.mountDir) $hostDir) -}}
+{{- fail (printf "values: classes[%d] (%s): mountDir %q must equal hostDir %s, which lies in /dev/disk and is seen through the /dev mount; remove mountDir" $i $c.name (toString $c.mountDir) $hostDir) -}}
 {{- end -}}
 {{- if and $c.volumeMode (not (has (toString $c.volumeMode) (list "Filesystem" "Block"))) -}}
 {{- fail (printf "values: classes[%d] (%s): volumeMode %q must be Filesystem or Block" $i $c.name (toString $c.volumeMode)) -}}

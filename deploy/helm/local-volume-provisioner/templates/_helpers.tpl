@@ -63,3 +63,21 @@ imagePullSecrets:
 {{- if or (eq (toString .volumeMode) "Block") .fsType -}}true{{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{/* lvp.hasDiskSelector: true when a class (the context) has a
+diskSelector; {} is one (it selects every disk), null is none. */}}
+{{- define "lvp.hasDiskSelector" -}}
+{{- if and (hasKey . "diskSelector") (not (kindIs "invalid" .diskSelector)) -}}true{{- end -}}
+{{- end -}}
+
+{{/* lvp.hostDir: a class's hostDir; for a class with a diskSelector it
+defaults to /dev/disk/by-id, as the master's. */}}
+{{- define "lvp.hostDir" -}}
+{{- if .hostDir -}}{{ .hostDir }}{{- else if include "lvp.hasDiskSelector" . -}}/dev/disk/by-id{{- end -}}
+{{- end -}}
+
+{{/* lvp.inDev: true when a class's hostDir lies in /dev/disk, which the
+watcher and the Jobs see through their /dev mount. */}}
+{{- define "lvp.inDev" -}}
+{{- if hasPrefix "/dev/disk/" (include "lvp.hostDir" .) -}}true{{- end -}}
+{{- end -}}
