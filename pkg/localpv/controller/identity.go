@@ -28,6 +28,18 @@ type takenDisks struct {
 	// unresolved are held paths discovery could not resolve: a disk behind
 	// one of them cannot be ruled out.
 	unresolved []string
+	// unwiped are the disks of PVs dropped without a wipe.
+	unwiped map[string]unwipedDisk
+}
+
+// unwipedFor returns the remembered unwiped disk a volume's disk is.
+func (t *takenDisks) unwipedFor(node string, id identity.ID) (string, unwipedDisk, bool) {
+	if id == "" {
+		return "", unwipedDisk{}, false
+	}
+	key := unwipedKey(node, id)
+	d, ok := t.unwiped[key]
+	return key, d, ok && d.ID == id
 }
 
 // diskTaken returns who already holds a volume's disk, or "".
@@ -53,8 +65,12 @@ func (t *takenDisks) add(v validation.Volume, who string) {
 // takenOn collects the disks of a node that have a PV: the identities the
 // master's PVs on the node record, the devices behind the reported paths
 // that keep their PV, and what the other local PVs' paths lead to.
-func (c *controller) takenOn(node *v1.Node, res *validation.Result, held []report.Held) (*takenDisks, error) {
+func (c *controller) takenOn(ctx context.Context, node *v1.Node, res *validation.Result, held []report.Held) (*takenDisks, error) {
 	t := &takenDisks{ids: map[identity.ID]string{}, devs: map[string]string{}}
+	var err error
+	if t.unwiped, err = c.unwipedDisks(ctx); err != nil {
+		return nil, err
+	}
 	pvs, err := c.pvsOnNode(node.Name)
 	if err != nil {
 		return nil, err

@@ -29,7 +29,7 @@ func (c *controller) reconcileNode(ctx context.Context, node *v1.Node, res *vali
 		c.event(node, v1.EventTypeWarning, "MissingHostnameLabel", "Node has no %s label; no PV can be published", v1.LabelHostname)
 		return nil
 	}
-	taken, err := c.takenOn(node, res, held)
+	taken, err := c.takenOn(ctx, node, res, held)
 	if err != nil {
 		return err
 	}
@@ -71,6 +71,9 @@ func (c *controller) publish(ctx context.Context, node *v1.Node, hostname string
 	}
 	if taken, err := c.pathTaken(node.Name, hostname, v.HostPath); err != nil || taken {
 		return err
+	}
+	if key, d, ok := taken.unwipedFor(node.Name, v.Volume.ID); ok {
+		return c.wipeReturnedDisk(ctx, node, v, key, d)
 	}
 	if c.diskUnusable(node, v) || !c.mayPublish(node, v, taken) {
 		return nil

@@ -130,6 +130,9 @@ func (c *controller) syncOrphanCleanup(ctx context.Context, id string, latest *b
 		return nil
 	case succeeded:
 		c.observeCleanup(latest, "succeeded")
+		if err := c.finishReturnedDisk(ctx, latest); err != nil {
+			return err
+		}
 		if err := c.releaseJobs(ctx, js); err != nil {
 			return err
 		}

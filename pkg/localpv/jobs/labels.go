@@ -58,6 +58,10 @@ const (
 	// AnnDiskReplaced is set on a kept PV whose path now leads to another
 	// disk than the one it was published for, with the time it was noticed.
 	AnnDiskReplaced = prefix + "disk-replaced-since"
+	// AnnUnwipedDisk, on a cleanup Job, is the key of the unwiped disk
+	// (a PV's disk dropped without a wipe) it wipes before the disk is
+	// published again.
+	AnnUnwipedDisk = prefix + "unwiped-disk"
 	// AnnClassOwner, on a StorageClass, names the installation that
 	// publishes its local PVs: "<namespace>/<provisioner name>". Another
 	// master configured for the class refuses to act on it.

@@ -115,6 +115,13 @@ var (
 		Namespace: namespace, Subsystem: subsystem, Name: "disks_kept_across_machines_total",
 		Help: "PersistentVolumes of a replaced machine handed to the new machine because their disk proved to be the same disk.", StabilityLevel: metrics.ALPHA,
 	})
+	// UnwipedDisks counts the disks of released PVs dropped without a wipe
+	// and remembered, so that they are wiped before they are published
+	// again.
+	UnwipedDisks = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "unwiped_disks_total",
+		Help: "Disks of released PersistentVolumes dropped without a wipe and remembered, to be wiped before they are published again.", StabilityLevel: metrics.ALPHA,
+	})
 	// ClassConflicts counts the times a master found a class it is
 	// configured for claimed by another installation.
 	ClassConflicts = metrics.NewCounterVec(&metrics.CounterOpts{
@@ -146,7 +153,7 @@ func Register() {
 			RejectedReports, RejectedVolumes, JobFailures, JobsCreated, MissingVolumes, WatcherNotifications,
 			SkippedDisks, InventoryDisks,
 			MachineReplacements, ReplacedMachineVolumes, BlockedClaims,
-			DiskReplacements, DisksKeptAcrossMachines, ClassConflicts,
+			DiskReplacements, DisksKeptAcrossMachines, ClassConflicts, UnwipedDisks,
 			CleanupIdentityMismatches)
 	})
 }

@@ -1,0 +1,79 @@
+package controller
+
+import (
+	"slices"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
+	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
+	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
+)
+
+// TestUnwipedDiskIsWipedWhenItReturns: a released PV dropped without a wipe
+// (its link moved to another disk) leaves its disk remembered; when the disk
+// comes back, at its path or another, it is wiped before it is published.
+func TestUnwipedDiskIsWipedWhenItReturns(t *testing.T) {
+	tests := []struct {
+		name     string
+		comeBack func(f *fixture)
+		path     string
+	}{
+		{name: "at its own path", path: "/mnt/blk/sdb", comeBack: func(f *fixture) {
+			f.discoverRaw("a", blockReport("a", blockVol("sdb", "sdb", diskWWN1)))
+		}},
+		{name: "under another link", path: "/mnt/blk/wwn-1", comeBack: func(f *fixture) {
+			f.discoverRaw("a", blockReport("a", blockVol("sdb", "sdc", diskWWN2), blockVol("wwn-1", "sdb", diskWWN1)))
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil, machineNode("a", "m1", "u1"), newClass("fast", v1.PersistentVolumeReclaimDelete),
+				newClass("blk", v1.PersistentVolumeReclaimDelete))
+			f.discoverRaw("a", blockReport("a", blockVol("sdb", "sdb", diskWWN1)))
+			volID := naming.MachineVolumeID("a", "/mnt/blk/sdb", "m1", "u1")
+			name := naming.PVNameForID(volID)
+			f.setPhase(name, v1.VolumeReleased, true)
+			f.sync(volKey(volID))
+			f.failCleanup(naming.CleanupJobName(volID, 1), 3, jobs.CleanupIdentityMismatch+"disk: recorded wwn:naa.1, found wwn:naa.2")
+			f.sync(volKey(volID))
+			if f.pv(name) != nil {
+				t.Fatal("setup: PV not dropped after the disk mismatch")
+			}
+			if _, err := f.kube.CoreV1().ConfigMaps(testNS).Get(t.Context(), UnwipedDisksConfigMap, metav1.GetOptions{}); err != nil {
+				t.Fatalf("the unwiped disk is not remembered: %v", err)
+			}
+
+			tc.comeBack(f)
+			if pv := f.pv(naming.PVNameForID(naming.MachineVolumeID("a", tc.path, "m1", "u1"))); pv != nil {
+				t.Fatalf("the unwiped disk was published as %s before a wipe", pv.Name)
+			}
+			f.wantEvent("UnwipedDiskReturned")
+			retID := naming.MachineVolumeID("a", tc.path, "m1", "u1")
+			js, _ := f.c.cleanupJobs(retID)
+			if len(js) != 1 || !slices.Contains(js[0].Spec.Template.Spec.Containers[0].Args, "--disk-id="+string(diskWWN1)) {
+				t.Fatalf("no cleanup Job of the returned disk checked against its identity: %v", js)
+			}
+			// The first attempt's pod is gone by now, as the Job controller's
+			// garbage collection leaves it.
+			_ = f.kube.CoreV1().Pods(testNS).Delete(t.Context(), js[0].Name+"-pod", metav1.DeleteOptions{})
+			f.finishJob(js[0].Name, true)
+			f.sync(volKey(retID))
+			cm, _ := f.kube.CoreV1().ConfigMaps(testNS).Get(t.Context(), UnwipedDisksConfigMap, metav1.GetOptions{})
+			if cm != nil && len(cm.Data) != 0 {
+				t.Errorf("the wiped disk is still remembered: %v", cm.Data)
+			}
+			tc.comeBack(f)
+			if pv := f.pv(naming.PVNameForID(retID)); pv == nil || pv.Annotations[jobs.AnnDiskID] != string(diskWWN1) {
+				t.Errorf("the wiped disk is not published: %v", pv)
+			}
+		})
+	}
+}
+
+var (
+	diskWWN1 = identity.WWN("naa.5000c500a1b2c3d4")
+	diskWWN2 = identity.WWN("naa.5000c500a1b2c3d5")
+)
