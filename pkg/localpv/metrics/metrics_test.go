@@ -36,6 +36,7 @@ func TestMetricsConvention(t *testing.T) {
 		"jobs_created_total", "missing_bound_volumes", "watcher_notifications_total", "skipped_disks_total",
 		"inventory_disks",
 		"machine_replacements_total", "replaced_machine_volumes", "blocked_claims",
+		"claims_released_total",
 	}, func() {
 		DiscoveryDuration.WithLabelValues("succeeded").Observe(0)
 		CleanupDuration.WithLabelValues("Filesystem", "succeeded").Observe(0)
@@ -48,7 +49,8 @@ func TestMetricsConvention(t *testing.T) {
 		WatcherNotifications.WithLabelValues("Resync", "success").Add(0)
 		SkippedDisks.WithLabelValues("fast", "HasSignature").Add(0)
 		InventoryDisks.WithLabelValues("node-1").Set(0)
+		ClaimsReleased.WithLabelValues(ReasonNodeDeleted).Add(0)
 	}, DiscoveryDuration, CleanupDuration, PVsCreated, PVsDeleted, RejectedReports, RejectedVolumes,
 		JobFailures, JobsCreated, MissingVolumes, WatcherNotifications, SkippedDisks, InventoryDisks,
-		MachineReplacements, ReplacedMachineVolumes, BlockedClaims)
+		MachineReplacements, ReplacedMachineVolumes, BlockedClaims, ClaimsReleased)
 }
