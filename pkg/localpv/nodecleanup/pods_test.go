@@ -86,4 +86,3 @@ func TestPodsOfClaim(t *testing.T) {
 		}
 	}
 }
-
