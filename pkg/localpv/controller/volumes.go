@@ -44,6 +44,9 @@ func (c *controller) syncVolume(ctx context.Context, id string) error {
 	if pv == nil {
 		return c.syncOrphanCleanup(ctx, id, latest, js)
 	}
+	if handled, err := c.syncNodeGonePV(ctx, pv, latest); handled {
+		return err
+	}
 	if cleanable(pv) && c.replacedPV(pv) && (latest == nil || latest.Annotations[jobs.AnnPVUID] != string(pv.UID)) {
 		return c.dropReplacedPV(ctx, pv) // never wipe the new machine's disk
 	}
