@@ -199,8 +199,19 @@ func (c *controller) deleteClaim(ctx context.Context, claim *v1.PersistentVolume
 }
 
 // dropPV removes the master's finalizer from a marked PV and deletes it: the
-// disk left with its machine, so nothing is wiped.
+// disk left with its machine, so nothing is wiped. The PV is read from the
+// apiserver first: the cache may not show yet that it is being deleted.
 func (c *controller) dropPV(ctx context.Context, pv *v1.PersistentVolume) error {
+	live, err := c.kube.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("failed to get PV %s: %w", pv.Name, err)
+	case live.UID != pv.UID || live.DeletionTimestamp != nil:
+		return nil // another PV of that name, or deleted already
+	}
+	pv = live
 	if slices.Contains(pv.Finalizers, jobs.FinalizerPVProtection) {
 		cp := pv.DeepCopy()
 		cp.Finalizers = slices.DeleteFunc(cp.Finalizers, func(f string) bool { return f == jobs.FinalizerPVProtection })
@@ -213,7 +224,7 @@ func (c *controller) dropPV(ctx context.Context, pv *v1.PersistentVolume) error 
 		}
 		pv = updated
 	}
-	err := c.kube.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pv.UID}})
+	err = c.kube.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pv.UID}})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
