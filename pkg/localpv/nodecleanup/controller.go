@@ -269,8 +269,9 @@ func (c *controller) sync(ctx context.Context, name string) error {
 		d, on := c.delay(pv)
 		switch {
 		case !on || pv.DeletionTimestamp != nil:
-		case marked(pv):
+		case marked(pv) && (pv.Status.Phase == v1.VolumeBound || deletes(pv)):
 			due = append(due, pv) // resume a release that was cut short
+		case marked(pv): // a released Retain PV: kept
 		case pv.Status.Phase != v1.VolumeBound || pv.Spec.ClaimRef == nil:
 		case !now.Before(since.Add(d)):
 			due = append(due, pv)
@@ -285,6 +286,13 @@ func (c *controller) sync(ctx context.Context, name string) error {
 		return nil
 	}
 	return c.release(ctx, name, since, due)
+}
+
+// deletes reports whether a PV's reclaim policy is Delete: the PV is
+// deleted once its claim is released. A Retain PV is kept, Released, as its
+// policy asks.
+func deletes(pv *v1.PersistentVolume) bool {
+	return pv.Spec.PersistentVolumeReclaimPolicy == v1.PersistentVolumeReclaimDelete
 }
 
 func marked(pv *v1.PersistentVolume) bool {

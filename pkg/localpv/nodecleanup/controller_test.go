@@ -109,6 +109,34 @@ func counter(t *testing.T) float64 {
 	return v
 }
 
+// TestRetainPVKept: the claim of a Retain PV is released, and the PV is kept
+// as its policy asks, once.
+func TestRetainPVKept(t *testing.T) {
+	objs := cluster()
+	objs[1].(*v1.PersistentVolume).Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
+	f := newFixture(t, classes, objs...)
+	f.deleteNode("a")
+	f.clock.Step(delay)
+	f.sync("a")
+	if f.claimExists("data-web-0") {
+		t.Fatal("the claim of a Retain PV was not released")
+	}
+	if d := f.deletes(); !slices.Equal(d, []string{"persistentvolumeclaims data-web-0"}) {
+		t.Fatalf("deleted %v, want the claim only", d)
+	}
+	if pv := f.pv("pv-fast"); !marked(pv) || !slices.Contains(pv.Finalizers, jobs.FinalizerPVProtection) {
+		t.Fatalf("the Retain PV was not kept as it was, marked: %v", pv)
+	}
+	if evs := f.events(); !hasEvent(evs, "Warning", ReasonNodeDeleted, "the PV is kept, as its reclaim policy Retain asks") {
+		t.Errorf("no Event that the PV is kept in %q", evs)
+	}
+	setPV(f, func(pv *v1.PersistentVolume) { pv.Status.Phase = v1.VolumeReleased })
+	f.sync("a")
+	if d, evs := f.deletes(), f.events(); len(d) != 1 || len(evs) > 0 {
+		t.Errorf("the released Retain PV was handled again: deletes %v, Events %q", d, evs)
+	}
+}
+
 // TestClaimsKept: nothing is deleted or marked unless the Node is gone for
 // the whole delay and the claim and its binding are older than the deletion.
 func TestClaimsKept(t *testing.T) {

@@ -23,7 +23,8 @@
 //     belongs to);
 //  4. deletes the claim with a UID precondition;
 //  5. removes the master's cleanup-protection finalizer from the PV and
-//     deletes it without a wipe: its disk left with its machine.
+//     deletes it without a wipe: its disk left with its machine. A Retain
+//     PV is kept, Released, as its policy asks.
 //
 // The master's own cleanup (package controller) drops a released PV that
 // carries the annotation without a wipe as well, unless its Node is back on

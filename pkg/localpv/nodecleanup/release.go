@@ -156,11 +156,14 @@ func (c *controller) unmark(ctx context.Context, pv *v1.PersistentVolume) error 
 }
 
 // releaseClaim warns on a marked PV's claim and its pods, deletes the claim,
-// then drops the PV.
+// then drops the PV unless its reclaim policy is Retain.
 func (c *controller) releaseClaim(ctx context.Context, pv *v1.PersistentVolume) error {
 	ref := pv.Spec.ClaimRef
-	if ref == nil {
+	if ref == nil && deletes(pv) {
 		return c.dropPV(ctx, pv) // made Available by hand since it was marked
+	}
+	if ref == nil {
+		return nil
 	}
 	node, since := pv.Annotations[jobs.AnnNode], pv.Annotations[jobs.AnnNodeGone]
 	claim, err := c.kube.CoreV1().PersistentVolumeClaims(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
@@ -176,26 +179,36 @@ func (c *controller) releaseClaim(ctx context.Context, pv *v1.PersistentVolume) 
 		for _, pod := range c.podsOfClaim(ctx, claim) {
 			c.recorder.Eventf(pod, v1.EventTypeWarning, ReasonNodeDeleted, "Claim %s: %s", claim.Name, msg)
 		}
-		if err := c.deleteClaim(ctx, claim); err != nil {
+		deleted, err := c.deleteClaim(ctx, claim)
+		if err != nil {
 			return err
 		}
+		if deleted && !deletes(pv) {
+			c.recorder.Eventf(pv, v1.EventTypeWarning, ReasonNodeDeleted,
+				"Node %s was deleted at %s and did not come back: claim %s/%s released; the PV is kept, as its reclaim policy %s asks",
+				node, since, claim.Namespace, claim.Name, pv.Spec.PersistentVolumeReclaimPolicy)
+		}
+	}
+	if !deletes(pv) {
+		return nil
 	}
 	return c.dropPV(ctx, pv)
 }
 
-func (c *controller) deleteClaim(ctx context.Context, claim *v1.PersistentVolumeClaim) error {
+// deleteClaim deletes a claim with a UID precondition and reports whether
+// it did.
+func (c *controller) deleteClaim(ctx context.Context, claim *v1.PersistentVolumeClaim) (bool, error) {
 	err := c.kube.CoreV1().PersistentVolumeClaims(claim.Namespace).Delete(ctx, claim.Name,
 		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &claim.UID}})
 	switch {
 	case err == nil:
 		metrics.ClaimsReleased.WithLabelValues(metrics.ReasonNodeDeleted).Inc()
 		klog.FromContext(ctx).Info("Deleted the claim of a deleted node's PV", "claim", klog.KObj(claim))
+		return true, nil
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-		// gone, or replaced by another claim of the same name: not ours
-	default:
-		return fmt.Errorf("failed to delete claim %s/%s: %w", claim.Namespace, claim.Name, err)
+		return false, nil // gone, or replaced by another claim of the same name: not ours
 	}
-	return nil
+	return false, fmt.Errorf("failed to delete claim %s/%s: %w", claim.Namespace, claim.Name, err)
 }
 
 // dropPV removes the master's finalizer from a marked PV and deletes it: the
