@@ -39,6 +39,9 @@ func (c *controller) release(ctx context.Context, name string, since time.Time, 
 	if err != nil {
 		return err
 	}
+	if node != nil {
+		klog.FromContext(ctx).V(2).Info("Node is back, no claim is released")
+	}
 	var errs []error
 	var todo []*v1.PersistentVolume
 	for _, pv := range due {
@@ -78,7 +81,6 @@ func (c *controller) liveNode(ctx context.Context, name string) (*v1.Node, error
 	case err != nil:
 		return nil, fmt.Errorf("failed to get node %s: %w", name, err)
 	}
-	klog.FromContext(ctx).V(2).Info("Node is back, its claims are kept")
 	return node, nil
 }
 
