@@ -152,7 +152,7 @@ func (c *controller) unmark(ctx context.Context, pv *v1.PersistentVolume) error 
 	if _, err := c.kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("failed to remove %s from PV %s: %w", jobs.AnnNodeGone, pv.Name, err)
 	}
-	c.recorder.Eventf(pv, v1.EventTypeNormal, ReasonNodeBack, "Node %s is back on the same machine; the PV and its claim are kept",
+	c.recorder.Eventf(pv, v1.EventTypeNormal, ReasonNodeBack, "Node %s is back on the same machine (or reports no machine identity); the PV and its claim are kept",
 		pv.Annotations[jobs.AnnNode])
 	return nil
 }
