@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -37,6 +38,8 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
+	"github.com/nodeplug/nodeplug/pkg/localpv/nodecleanup"
+	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
 	"github.com/nodeplug/nodeplug/pkg/localpv/wipe"
 )
 
@@ -181,6 +184,13 @@ func runController(ctx context.Context, o *options.MasterOptions, cfg *config.Co
 	}
 	ready.set(c.Ready)
 	defer ready.set(nil)
+	// The release of claims on deleted nodes shares the master's Node and
+	// PV caches, and its leadership.
+	nc, err := nodecleanup.New(ctx, kube, inf.Nodes, inf.PVs, recorder, nodecleanup.Options{Config: cfg,
+		ProvisionerName: o.ProvisionerName, Unwiped: unwiped.New(kube, o.Namespace, nil)})
+	if err != nil {
+		return err
+	}
 	cluster.StartWithContext(ctx)
 	own.StartWithContext(ctx)
 	policy.StartWithContext(ctx)
@@ -189,7 +199,10 @@ func runController(ctx context.Context, o *options.MasterOptions, cfg *config.Co
 	defer own.Shutdown()
 	defer policy.Shutdown()
 	defer notif.Shutdown()
+	var wg sync.WaitGroup
+	wg.Go(func() { nc.Run(ctx) })
 	c.Run(ctx, o.Workers)
+	wg.Wait()
 	return nil
 }
 

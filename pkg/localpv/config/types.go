@@ -98,6 +98,11 @@ type MountConfig struct {
 	// disks whose properties match, each under one of its stable links in
 	// HostDir (default /dev/disk/by-id), instead of every entry of HostDir.
 	DiskSelector *DiskSelector `json:"diskSelector,omitempty"`
+	// ReleaseClaimsOfDeletedNodesAfter, when above zero, makes the master
+	// delete the bound claims of the class's PVs on a Node that was deleted
+	// and has not come back for this long, and then those PVs without a
+	// wipe (package nodecleanup). Zero (the default) turns it off.
+	ReleaseClaimsOfDeletedNodesAfter Duration `json:"releaseClaimsOfDeletedNodesAfter,omitempty"`
 }
 
 // NodeMatches reports whether node is selected by the configuration's

@@ -97,6 +97,7 @@ func validateMountConfig(m MountConfig, p *field.Path) field.ErrorList {
 	if !supportedAccess.Has(m.AccessMode) {
 		errs = append(errs, field.NotSupported(p.Child("accessMode"), m.AccessMode, sets.List(supportedAccess)))
 	}
+	errs = append(errs, validateReleaseClaims(m, p)...)
 	return errs
 }
 

@@ -29,6 +29,7 @@ import (
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
+	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
 )
 
 // Controller is the provisioner master.
@@ -111,6 +112,7 @@ type controller struct {
 	jobIndexer   cache.Indexer
 	podLister    corelisters.PodLister
 	policyLister admissionregistrationlisters.ValidatingAdmissionPolicyLister
+	unwiped      unwiped.Store
 	caches       *cacheSync
 
 	queue workqueue.TypedRateLimitingInterface[string]
@@ -170,7 +172,7 @@ func newController(ctx context.Context, kube kubernetes.Interface, inf Informers
 		limiter:    rate.NewLimiter(rate.Limit(opts.DiscoveryQPS), max(opts.DiscoveryBurst, 1)),
 		nodeLister: inf.Nodes.Lister(), pvLister: inf.PVs.Lister(), pvIndexer: inf.PVs.Informer().GetIndexer(),
 		scLister: inf.StorageClasses.Lister(), jobLister: inf.Jobs.Lister(), jobIndexer: inf.Jobs.Informer().GetIndexer(),
-		podLister: inf.Pods.Lister(),
+		podLister: inf.Pods.Lister(), unwiped: unwiped.New(kube, opts.Jobs.Namespace, opts.Clock),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, opts.RetryMax),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "local_volume_provisioner", Clock: opts.Clock}),

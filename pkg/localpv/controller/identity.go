@@ -12,6 +12,7 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
+	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
 	"github.com/nodeplug/nodeplug/pkg/localpv/validation"
 )
 
@@ -29,15 +30,15 @@ type takenDisks struct {
 	// one of them cannot be ruled out.
 	unresolved []string
 	// unwiped are the disks of PVs dropped without a wipe.
-	unwiped map[string]unwipedDisk
+	unwiped map[string]unwiped.Disk
 }
 
 // unwipedFor returns the remembered unwiped disk a volume's disk is.
-func (t *takenDisks) unwipedFor(node string, id identity.ID) (string, unwipedDisk, bool) {
+func (t *takenDisks) unwipedFor(node string, id identity.ID) (string, unwiped.Disk, bool) {
 	if id == "" {
-		return "", unwipedDisk{}, false
+		return "", unwiped.Disk{}, false
 	}
-	key := unwipedKey(node, id)
+	key := unwiped.Key(node, id)
 	d, ok := t.unwiped[key]
 	return key, d, ok && d.ID == id
 }
@@ -68,7 +69,7 @@ func (t *takenDisks) add(v validation.Volume, who string) {
 func (c *controller) takenOn(ctx context.Context, node *v1.Node, res *validation.Result, held []report.Held) (*takenDisks, error) {
 	t := &takenDisks{ids: map[identity.ID]string{}, devs: map[string]string{}}
 	var err error
-	if t.unwiped, err = c.unwipedDisks(ctx); err != nil {
+	if t.unwiped, err = c.unwiped.Load(ctx); err != nil {
 		return nil, err
 	}
 	pvs, err := c.pvsOnNode(node.Name)

@@ -146,7 +146,7 @@ func (c *controller) dropReplacedPV(ctx context.Context, pv *v1.PersistentVolume
 	if locked, err := c.cleanupLocked(pv.Labels[jobs.LabelVolumeID]); err != nil || locked {
 		return err
 	}
-	if err := c.rememberUnwiped(ctx, pv, "machine replaced, another disk at the path"); err != nil {
+	if err := c.unwiped.Remember(ctx, pv, "machine replaced, another disk at the path"); err != nil {
 		return err
 	}
 	if err := c.removePVFinalizer(ctx, pv); err != nil {

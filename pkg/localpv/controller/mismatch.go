@@ -101,7 +101,7 @@ func (c *controller) noteMismatch(obj runtime.Object, job *batchv1.Job, m mismat
 // afresh.
 func (c *controller) dropMismatchedPV(ctx context.Context, pv *v1.PersistentVolume, job *batchv1.Job, js []*batchv1.Job, m mismatch) error {
 	c.noteMismatch(pv, job, m, "the PV is deleted without a wipe")
-	if err := c.rememberUnwiped(ctx, pv, "cleanup found another "+m.what); err != nil {
+	if err := c.unwiped.Remember(ctx, pv, "cleanup found another "+m.what); err != nil {
 		return err
 	}
 	if err := c.removePVFinalizer(ctx, pv); err != nil {

@@ -309,6 +309,7 @@ func (c *controller) handleNodeGone(ctx context.Context, name string) error {
 	for _, pv := range pvs {
 		switch {
 		case pv.DeletionTimestamp != nil:
+		case nodeGone(pv): // its claim is released; syncVolume drops it without a wipe
 		case unclaimed(pv):
 			errs = append(errs, c.deletePV(ctx, pv, true, "node_deleted"))
 		case cleanable(pv):

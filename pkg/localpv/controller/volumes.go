@@ -46,6 +46,9 @@ func (c *controller) syncVolume(ctx context.Context, id string) error {
 	if pv == nil {
 		return c.syncOrphanCleanup(ctx, id, latest, js)
 	}
+	if handled, err := c.syncNodeGonePV(ctx, pv, latest); handled {
+		return err
+	}
 	if cleanable(pv) && c.replacedPV(pv) && (latest == nil || latest.Annotations[jobs.AnnPVUID] != string(pv.UID)) {
 		// Never wipe under the new machine: a discovery report decides
 		// whether the disk stayed (the PV is handed over, then wiped) or

@@ -69,6 +69,13 @@ const (
 	// LabelDiskReplaced ("true") selects the PVs marked with AnnDiskReplaced.
 	LabelDiskReplaced = prefix + "disk-replaced"
 
+	// AnnNodeGone is set on a bound PV whose Node was deleted and did not
+	// come back within its class's releaseClaimsOfDeletedNodesAfter, with
+	// the time the deletion was seen, before its claim is deleted. Such a PV
+	// is dropped without a wipe (its machine is gone) and never gets a
+	// cleanup Job.
+	AnnNodeGone = prefix + "node-gone-since"
+
 	// CleanupIdentityMismatch starts the termination message of a cleanup
 	// Job that found another machine or another disk than its PV's, and so
 	// wiped nothing; its container exits with CleanupIdentityMismatchCode.

@@ -19,6 +19,10 @@ const (
 	KindCleanup   = "cleanup"
 )
 
+// ReasonNodeDeleted is the reason label of claims released and PVs deleted
+// because their Node was deleted.
+const ReasonNodeDeleted = "node_deleted"
+
 // DurationBuckets span 1 s to about 12 h.
 var DurationBuckets = []float64{1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 28800, 43200}
 
@@ -136,6 +140,12 @@ var (
 		Namespace: namespace, Subsystem: subsystem, Name: "cleanup_identity_mismatches_total",
 		Help: "Cleanup Jobs that found another machine or disk than their PV's and wiped nothing, by what differed.", StabilityLevel: metrics.ALPHA,
 	}, []string{"what"})
+	// ClaimsReleased counts the bound claims the master deleted, by reason
+	// (node_deleted: their PV's Node was deleted and did not come back).
+	ClaimsReleased = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "claims_released_total",
+		Help: "Bound PersistentVolumeClaims deleted by the master so that their pods can run elsewhere, by reason.", StabilityLevel: metrics.ALPHA,
+	}, []string{"reason"})
 	// WatcherNotifications counts the watcher's notifications, by reason.
 	WatcherNotifications = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "watcher_notifications_total",
@@ -154,6 +164,6 @@ func Register() {
 			SkippedDisks, InventoryDisks,
 			MachineReplacements, ReplacedMachineVolumes, BlockedClaims,
 			DiskReplacements, DisksKeptAcrossMachines, ClassConflicts, UnwipedDisks,
-			CleanupIdentityMismatches)
+			CleanupIdentityMismatches, ClaimsReleased)
 	})
 }

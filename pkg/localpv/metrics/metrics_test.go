@@ -36,7 +36,8 @@ func TestMetricsConvention(t *testing.T) {
 		"jobs_created_total", "missing_bound_volumes", "watcher_notifications_total", "skipped_disks_total",
 		"inventory_disks",
 		"machine_replacements_total", "replaced_machine_volumes", "blocked_claims",
-		"cleanup_identity_mismatches_total",
+		"cleanup_identity_mismatches_total", "claims_released_total", "disk_replacements_total",
+		"disks_kept_across_machines_total", "class_conflicts_total", "unwiped_disks_total",
 	}, func() {
 		DiscoveryDuration.WithLabelValues("succeeded").Observe(0)
 		CleanupDuration.WithLabelValues("Filesystem", "succeeded").Observe(0)
@@ -50,8 +51,10 @@ func TestMetricsConvention(t *testing.T) {
 		SkippedDisks.WithLabelValues("fast", "HasSignature").Add(0)
 		InventoryDisks.WithLabelValues("node-1").Set(0)
 		CleanupIdentityMismatches.WithLabelValues("disk").Add(0)
+		ClaimsReleased.WithLabelValues(ReasonNodeDeleted).Add(0)
+		ClassConflicts.WithLabelValues("fast").Add(0)
 	}, DiscoveryDuration, CleanupDuration, PVsCreated, PVsDeleted, RejectedReports, RejectedVolumes,
 		JobFailures, JobsCreated, MissingVolumes, WatcherNotifications, SkippedDisks, InventoryDisks,
 		MachineReplacements, ReplacedMachineVolumes, BlockedClaims,
-		CleanupIdentityMismatches)
+		CleanupIdentityMismatches, ClaimsReleased, DiskReplacements, DisksKeptAcrossMachines, ClassConflicts, UnwipedDisks)
 }
