@@ -147,7 +147,7 @@ func linkMovedWhileReleased(ctx context.Context, t *testing.T, c *framework.Clus
 	if fresh.Annotations["localpv.nodeplug.io/disk-id"] == raw.Annotations["localpv.nodeplug.io/disk-id"] {
 		t.Errorf("the new PV %s records the old disk %s", fresh.Name, raw.Annotations["localpv.nodeplug.io/disk-id"])
 	}
-	if _, err := c.Client.CoreV1().PersistentVolumes().Get(ctx, raw.Name, metav1.GetOptions{}); err == nil {
+	if pv, err := c.Client.CoreV1().PersistentVolumes().Get(ctx, raw.Name, metav1.GetOptions{}); err == nil && pv.UID == raw.UID {
 		t.Errorf("the released PV %s of the moved link still exists", raw.Name)
 	}
 	if got := readDevice(t, other, 10); got != "other-disk" {

@@ -47,7 +47,7 @@ honour, each with the key and what to do. It renders nothing.
 {{- fail "values: classes is empty: list at least one class (name, hostDir)" -}}
 {{- end -}}
 {{- $seen := dict -}}
-{{- $classKeys := list "name" "hostDir" "mountDir" "volumeMode" "accessMode" "fsType" "namePattern" "blockCleanerCommand" "selector" "diskSelector" "storageClass" "allowedTopologies" -}}
+{{- $classKeys := list "name" "hostDir" "mountDir" "volumeMode" "accessMode" "fsType" "namePattern" "blockCleanerCommand" "selector" "diskSelector" "storageClass" "allowedTopologies" "releaseClaimsOfDeletedNodesAfter" -}}
 {{- range $i, $c := .Values.classes -}}
 {{- if not (kindIs "map" $c) -}}
 {{- fail (printf "values: classes[%d] is not a map with name and hostDir" $i) -}}
