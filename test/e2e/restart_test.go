@@ -85,6 +85,13 @@ func restartComponentOn(ctx context.Context, tb testing.TB, c *framework.Cluster
 
 func restartAs(ctx context.Context, tb testing.TB, c *framework.Cluster, n *framework.Node, name, pidFile, pid string, argv, env []string) {
 	tb.Helper()
+	stopPID(ctx, tb, name, pid)
+	startAs(ctx, tb, c, n, name, pidFile, argv, env)
+}
+
+// stopPID stops the component with pid as a service manager's stop does.
+func stopPID(ctx context.Context, tb testing.TB, name, pid string) {
+	tb.Helper()
 	var p int
 	fmt.Sscan(pid, &p)
 	if err := syscall.Kill(p, syscall.SIGTERM); err != nil {
@@ -95,6 +102,12 @@ func restartAs(ctx context.Context, tb testing.TB, c *framework.Cluster, n *fram
 	}); err != nil {
 		tb.Fatalf("%s %d did not stop", name, p)
 	}
+}
+
+// startAs starts a component with argv and env, appending to its log, and
+// waits until it is healthy (the kubelet: and its Node Ready).
+func startAs(ctx context.Context, tb testing.TB, c *framework.Cluster, n *framework.Node, name, pidFile string, argv, env []string) {
+	tb.Helper()
 	onNode := name == "kubelet"
 	logPath := filepath.Join(c.Dir, "logs", name+".log")
 	if onNode {
