@@ -16,6 +16,13 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/validation"
 )
 
+// goingUnused reports whether a PV is being deleted and no claim ever used
+// it: it holds no data and is gone in a moment, so its disk may be
+// published again.
+func goingUnused(pv *v1.PersistentVolume) bool {
+	return pv.DeletionTimestamp != nil && pv.Spec.ClaimRef == nil
+}
+
 // diskOf returns the disk identity a PV records.
 func diskOf(pv *v1.PersistentVolume) identity.ID {
 	return identity.ID(pv.Annotations[jobs.AnnDiskID])
@@ -77,7 +84,7 @@ func (c *controller) takenOn(ctx context.Context, node *v1.Node, res *validation
 		return nil, err
 	}
 	for _, pv := range pvs {
-		if id := diskOf(pv); id != "" {
+		if id := diskOf(pv); id != "" && !goingUnused(pv) {
 			t.ids[id] = "PV " + pv.Name
 		}
 	}
@@ -152,6 +159,7 @@ func (c *controller) matchPath(ctx context.Context, node *v1.Node, v validation.
 	for _, pv := range pvs {
 		rec := recordedMachine(pv)
 		switch {
+		case goingUnused(pv):
 		case identity.SameDisk(diskOf(pv), v.Volume.ID):
 			return true, c.adoptDisk(ctx, node, pv, rec, cur)
 		case identity.DifferentDisk(diskOf(pv), v.Volume.ID):

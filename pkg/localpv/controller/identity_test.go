@@ -377,3 +377,38 @@ func TestHeldPaths(t *testing.T) {
 		t.Errorf("held paths %v, want the upstream PV's only", got)
 	}
 }
+
+// TestUnusedPVBeingDeletedDoesNotHoldItsDisk: the same disk is published
+// for a node's new machine while the old machine's never-used PV is still
+// being deleted; a used one being deleted still holds its disk.
+func TestUnusedPVBeingDeletedDoesNotHoldItsDisk(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		claimed bool
+		wantNew bool
+	}{
+		{name: "never used", wantNew: true},
+		{name: "used", claimed: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil, machineNode("a", "m1", "u1"), newClass("fast", v1.PersistentVolumeReclaimRetain))
+			f.discover("a", dirReport("a", "vol1", diskA))
+			old := naming.PVNameForID(naming.MachineVolumeID("a", vol1, "m1", "u1"))
+			pv := f.pv(old)
+			if tc.claimed {
+				pv.Spec.ClaimRef = &v1.ObjectReference{Namespace: "default", Name: "claim", UID: "claim-uid"}
+			}
+			pv.DeletionTimestamp = ptr.To(metav1.NewTime(start))
+			if _, err := f.kube.CoreV1().PersistentVolumes().Update(t.Context(), pv, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			f.syncStores()
+			f.setMachine("a", "m2", "u2")
+			f.discoverRaw("a", dirReport("a", "vol1", diskA))
+			fresh := f.pv(naming.PVNameForID(naming.MachineVolumeID("a", vol1, "m2", "u2")))
+			if (fresh != nil) != tc.wantNew {
+				t.Errorf("new machine's PV published = %v, want %v", fresh != nil, tc.wantNew)
+			}
+		})
+	}
+}
