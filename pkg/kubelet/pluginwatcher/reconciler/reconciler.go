@@ -239,6 +239,10 @@ func (r *reconciler) probeFailed(ctx context.Context, d cache.DesiredSocket, err
 	case errors.Is(err, executor.ErrGone):
 		r.dsw.Forget(d.Path)
 		return r.syncGone(ctx, d.Path)
+	case errors.Is(err, executor.ErrRefused) && r.keepsWhenRefused(d):
+		r.metrics.Failures.WithLabelValues(metrics.UnknownType, metrics.ReasonDial).Inc()
+		r.rep.Warn("Registered plugin socket refused connection; it stays registered until its file is removed", d.Rel,
+			report.EventPluginFailed, err, "path", d.Path)
 	case errors.Is(err, executor.ErrRefused):
 		delay, removed, n := r.maybeRemoveStale(ctx, d)
 		if removed {
@@ -260,6 +264,15 @@ func (r *reconciler) probeFailed(ctx context.Context, d cache.DesiredSocket, err
 		r.rep.Warn("Plugin did not answer GetInfo", d.Rel, report.EventPluginFailed, err, "path", d.Path)
 	}
 	return r.backOff(d.Path, d.Gen, r.retries.next(d.Path, d.Gen))
+}
+
+// keepsWhenRefused reports whether d's socket is registered with a handler
+// that keeps it registered while it refuses connections
+// (Policy.KeepRegisteredWhenRefused): such a socket is never removed as
+// stale, only retried with backoff until it answers or its file goes.
+func (r *reconciler) keepsWhenRefused(d cache.DesiredSocket) bool {
+	inst, ok := r.asw.Get(d.Path)
+	return ok && inst.Gen == d.Gen && inst.Registered && cache.PolicyOf(inst.Handler).KeepRegisteredWhenRefused
 }
 
 // maybeRemoveStale deletes the socket file once it has refused

@@ -135,7 +135,7 @@ func (tb *testbed) registered() []string {
 		}
 	}
 	var inHandler []string
-	for _, ep := range tb.h.registered {
+	for ep := range tb.h.registered {
 		inHandler = append(inHandler, labelOf(ep))
 	}
 	slices.Sort(inASW)
@@ -217,8 +217,10 @@ func (q *fakeQueue) promote() {
 type reconcilerCase struct {
 	name string
 	opts Config
-	// refuseDuplicates and replacer shape the handler (scriptedHandler).
+	// refuseDuplicates, replacer and policy shape the handler
+	// (scriptedHandler); a non-zero policy makes it a PolicyHandler.
 	refuseDuplicates, replacer bool
+	policy                     cache.Policy
 	steps                      []step
 }
 
@@ -240,9 +242,13 @@ func runReconcilerCases(t *testing.T, cases []reconcilerCase) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newScriptedHandler(tc.refuseDuplicates)
+			h.policy = tc.policy
 			var handler cache.Handler = h
-			if tc.replacer {
+			switch {
+			case tc.replacer:
 				handler = scriptedReplacer{h}
+			case tc.policy != cache.Policy{}:
+				handler = scriptedPolicy{h}
 			}
 			tb := newTestbed(t, tc.opts, h, handler)
 			for i, st := range tc.steps {
