@@ -40,9 +40,18 @@ type ReplacementValidator = cache.ReplacementValidator
 // registration with the handler that owns their type.
 type Watcher interface {
 	// AddHandler sets the handler for pluginType. It may be called before or
-	// after Start. It panics on a nil handler or a malformed type, because
-	// both are programming errors (see ValidatePluginType).
+	// after Start. Sockets whose last attempt found no handler for
+	// pluginType are retried at once, with their backoff reset. It panics
+	// on a nil handler or a malformed type, because both are programming
+	// errors (see ValidatePluginType).
 	AddHandler(pluginType string, h Handler)
+	// ExpectHandler declares that a handler for pluginType will be added
+	// later, and why it is not there yet: until AddHandler, the type's
+	// plugins get a negative status that says so (reason) and that their
+	// registration is retried as soon as the handler arrives, and their
+	// failures count as "handler_pending", labelled with the type. It is
+	// ignored for a type that has a handler. It panics on a malformed type.
+	ExpectHandler(pluginType, reason string)
 	// Start creates the directory if needed, scans it (restart recovery),
 	// starts the directory watch and the dispatcher, and returns. Everything
 	// stops when ctx is cancelled. Start may be called only once.

@@ -3,7 +3,6 @@ package reconciler
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -39,8 +38,11 @@ type reconciler struct {
 	rep      report.Reporter
 	metrics  *metrics.Metrics
 	handler  func(pluginType string) (cache.Handler, bool)
-	enqueue  func(path string)
-	now      func() time.Time
+	pending  func(pluginType string) (string, bool)
+	// waiting are the sockets whose last attempt found no handler.
+	waiting *handlerWaits
+	enqueue func(path string)
+	now     func() time.Time
 	// stat is socket.Lstat; tests replace it with a fake file system.
 	stat func(path string) (socket.ID, bool, error)
 	// gaugeMu makes the reset-and-set of the registered gauge atomic.
@@ -132,6 +134,7 @@ func (r *reconciler) current(path string) (cache.DesiredSocket, bool) {
 func (r *reconciler) syncGone(ctx context.Context, path string) time.Duration {
 	r.throttle.Forget(path)
 	r.retries.forget(path)
+	r.waiting.remove(path)
 	if inst, ok := r.asw.Get(path); ok {
 		r.retire(ctx, inst)
 	}
@@ -172,11 +175,14 @@ func (r *reconciler) register(ctx context.Context, d cache.DesiredSocket) time.D
 	defer conn.Close()
 	r.retries.answered(d.Path)
 
+	// Recorded before the lookup, so that a handler added meanwhile
+	// (HandlerAdded) finds this socket.
+	r.waiting.add(d.Path, info.Type)
 	h, ok := r.handler(info.Type)
 	if !ok {
-		err := fmt.Errorf("no handler for plugin type %q", info.Type)
-		return r.failed(ctx, conn, d.Path, d.Gen, metrics.UnknownType, info.Name, metrics.ReasonNoHandler, err)
+		return r.noHandler(ctx, conn, d, info.Type, info.Name)
 	}
+	r.waiting.remove(d.Path)
 	inst := cache.Instance{
 		Path: d.Path, Rel: d.Rel, Gen: d.Gen, Ctime: d.ID.Ctime, Seen: d.Seen,
 		Key: cache.PluginKey{Type: info.Type, Name: info.Name}, Endpoint: info.Endpoint,
