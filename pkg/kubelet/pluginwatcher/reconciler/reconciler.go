@@ -208,7 +208,8 @@ func (r *reconciler) register(ctx context.Context, d cache.DesiredSocket) time.D
 // identityOK applies the identity policy; a rejected instance is recorded
 // so that it is not retried until the socket is replaced.
 func (r *reconciler) identityOK(ctx context.Context, conn *executor.Conn, inst *cache.Instance) bool {
-	warn, err := socket.CheckIdentity(r.opts.IdentityPolicy, inst.Rel, inst.Key.Name)
+	warn, err := socket.CheckIdentity(r.opts.IdentityPolicy,
+		socket.Claim{Path: inst.Path, Rel: inst.Rel, Type: inst.Key.Type, Name: inst.Key.Name})
 	if err == nil {
 		return true
 	}
