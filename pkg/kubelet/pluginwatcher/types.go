@@ -36,6 +36,16 @@ type Handler = cache.Handler
 // for when the watcher calls it.
 type ReplacementValidator = cache.ReplacementValidator
 
+// Policy says how the watcher treats the instances (sockets) of one
+// plugin name: one registered at a time (the default) or all of them, and
+// whether a registered socket that refuses connections is removed. See
+// cache.Policy.
+type Policy = cache.Policy
+
+// PolicyHandler is an optional interface of a Handler that asks for a
+// Policy other than the default.
+type PolicyHandler = cache.PolicyHandler
+
 // Watcher discovers plugin sockets in one directory tree and drives their
 // registration with the handler that owns their type.
 type Watcher interface {
