@@ -161,7 +161,8 @@ func (r *reconciler) retire(ctx context.Context, inst cache.Instance) bool {
 	return true
 }
 
-// register probes the socket, checks it and runs the owner election.
+// register probes the socket, checks it and runs the owner election (or,
+// under Policy.AllInstances, registers it beside the others).
 func (r *reconciler) register(ctx context.Context, d cache.DesiredSocket) time.Duration {
 	fileKey := throttle.FileKey(d.Rel)
 	if !r.throttle.Admit(fileKey, d.Path) {
