@@ -63,9 +63,14 @@ func (o *pluginWatcherOptions) Validate(rootDir string) []error {
 	return errs
 }
 
+// draPendingReason is what DRA plugins are told while the kubelet's DRA
+// manager does not exist yet.
+const draPendingReason = "the kubelet's DRA manager starts with its container manager, once the container runtime is up"
+
 // start starts nodeplug's plugin watcher on
-// --experimental-plugin-registration-dir with the CSIPlugin and
-// DevicePlugin handlers.
+// --experimental-plugin-registration-dir with the CSIPlugin, DevicePlugin
+// and DRAPlugin handlers, as upstream's kubelet adds them to its plugin
+// manager.
 //
 // The watcher is started from a kubelet Option: by then upstream has run
 // the CSI volume plugin's Init (which the CSI handler forwards to) and set
@@ -73,7 +78,10 @@ func (o *pluginWatcherOptions) Validate(rootDir string) []error {
 // cannot start is logged and the kubelet keeps running, as with upstream's
 // plugin manager. The device plugin handler needs nothing from the kubelet
 // but the device manager's registration socket, which it retries
-// until the device manager listens.
+// until the device manager listens. The DRA handler is the DRA manager's
+// own, which exists only once the kubelet has started its container
+// manager: it is added then (addDRAHandler), and DRA plugins that register
+// earlier are told why they wait and registered as soon as it is there.
 func (o *pluginWatcherOptions) start(ctx context.Context, _ *options.KubeletServer, deps *kubelet.Dependencies, node *v1.ObjectReference) error {
 	deps.Options = append(deps.Options, func(*kubelet.Kubelet) {
 		logger := klog.FromContext(ctx)
@@ -88,12 +96,38 @@ func (o *pluginWatcherOptions) start(ctx context.Context, _ *options.KubeletServ
 		}
 		w.AddHandler(pluginwatcher.CSIPlugin, handlers.CSI())
 		w.AddHandler(pluginwatcher.DevicePlugin, handlers.NewDevicePlugin(handlers.DevicePluginOptions{}))
+		w.ExpectHandler(pluginwatcher.DRAPlugin, draPendingReason)
 		if err := w.Start(ctx); err != nil {
 			logger.Error(err, "Plugin watcher not started", "dir", o.dir)
+			return
 		}
+		go addDRAHandler(ctx, w, deps.ContainerManager, handlers.DRAOptions{})
 	})
 	klog.FromContext(ctx).Info("Nodeplug plugin watcher enabled", "dir", o.dir, "namePolicy", o.namePolicy)
 	return nil
+}
+
+// addDRAHandler adds the DRA manager's handler to w once the kubelet's
+// container manager cm has started (handlers.WaitForDRA), which is when
+// upstream's kubelet adds it to its own plugin manager. If that fails for
+// another reason than the kubelet stopping, DRA plugins are told why.
+func addDRAHandler(ctx context.Context, w pluginwatcher.Watcher, cm handlers.ContainerManager, opts handlers.DRAOptions) {
+	logger := klog.FromContext(ctx)
+	if cm == nil {
+		logger.Error(nil, "DRA plugins cannot register with nodeplug's plugin watcher: the kubelet has no container manager")
+		w.ExpectHandler(pluginwatcher.DRAPlugin, "the kubelet has no container manager, hence no DRA manager")
+		return
+	}
+	h, err := handlers.WaitForDRA(ctx, cm, opts)
+	if err != nil {
+		if ctx.Err() == nil {
+			logger.Error(err, "DRA plugins cannot register with nodeplug's plugin watcher")
+			w.ExpectHandler(pluginwatcher.DRAPlugin, "the kubelet's DRA manager is not available: "+err.Error())
+		}
+		return
+	}
+	w.AddHandler(pluginwatcher.DRAPlugin, h)
+	logger.Info("Nodeplug plugin watcher serves DRA plugins")
 }
 
 // validateRegistrationDir checks that --experimental-plugin-registration-dir

@@ -3,6 +3,7 @@ package pluginwatcher
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -32,11 +33,24 @@ func (draDriver) WatchHealthStatus(ctx context.Context, _ chan<- kubeletplugin.D
 }
 
 // TestDRAHelperRegisters: upstream's DRA kubelet-plugin helper, unmodified,
-// registers through nodeplug's watcher with its own socket naming (plain
-// and rolling-update), passes the identity check under the Reject policy,
-// negotiates its gRPC service versions, and de-registers when stopped.
+// registers through nodeplug's watcher with its own socket naming (plain,
+// rolling-update, and the rolling-update fallback dra-<hash>-reg.sock for a
+// driver name too long for a named socket in the directory), passes the
+// identity check under the Reject policy, negotiates its gRPC service
+// versions, and de-registers when stopped.
 func TestDRAHelperRegisters(t *testing.T) {
-	for name, rolling := range map[string]bool{"plain socket": false, "rolling update socket": true} {
+	// 90 bytes: <name>-<hash>-reg.sock does not fit within 108 bytes in any
+	// directory, dra-<hash>-reg.sock does in testDir's.
+	long := strings.Repeat("g", 63) + "." + strings.Repeat("h", 14) + ".example.com"
+	for name, tc := range map[string]struct {
+		driver  string
+		rolling bool
+		base    string // the socket's base name, when it must be one form
+	}{
+		"plain socket":                  {driver: "gpu.example.com", base: "gpu.example.com-reg.sock"},
+		"rolling update socket":         {driver: "gpu.example.com", rolling: true, base: "gpu.example.com-6f1c2a5e-0000-4000-8000-000000000001-reg.sock"},
+		"rolling update, fallback name": {driver: long, rolling: true},
+	} {
 		t.Run(name, func(t *testing.T) {
 			regDir, dataDir := testDir(t), testDir(t)
 			h := newRecordingHandler(t)
@@ -47,13 +61,13 @@ func TestDRAHelperRegisters(t *testing.T) {
 
 			_, ctx := ktesting.NewTestContext(t)
 			options := []kubeletplugin.Option{
-				kubeletplugin.DriverName("gpu.example.com"),
+				kubeletplugin.DriverName(tc.driver),
 				kubeletplugin.NodeName("node-1"),
 				kubeletplugin.KubeClient(fake.NewClientset()),
 				kubeletplugin.RegistrarDirectoryPath(regDir),
 				kubeletplugin.PluginDataDirectoryPath(dataDir),
 			}
-			if rolling {
+			if tc.rolling {
 				options = append(options, kubeletplugin.RollingUpdate("6f1c2a5e-0000-4000-8000-000000000001"))
 			}
 			helper, err := kubeletplugin.Start(ctx, draDriver{}, options...)
@@ -62,20 +76,28 @@ func TestDRAHelperRegisters(t *testing.T) {
 			}
 			// Helper.RegistrationStatus is not synchronised upstream, so the
 			// helper's view is not polled; the watcher's is.
+			var sock string
 			eventually(t, "DRA helper registered and notified", func() bool {
 				for _, i := range w.asw.List() {
-					if i.Key.Name == "gpu.example.com" && i.Registered && i.Notified {
+					if i.Key.Name == tc.driver && i.Registered && i.Notified {
+						sock = i.Rel
 						return true
 					}
 				}
 				return false
 			})
-			ep, _ := h.current("gpu.example.com")
+			switch {
+			case tc.base != "" && sock != tc.base:
+				t.Errorf("registered socket %q, want %q", sock, tc.base)
+			case tc.base == "" && !strings.HasPrefix(sock, "dra-"):
+				t.Errorf("registered socket %q, want the helper's dra-<hash>-reg.sock fallback", sock)
+			}
+			ep, _ := h.current(tc.driver)
 			if filepath.Dir(ep) != dataDir {
 				t.Errorf("endpoint %q is not the helper's DRA socket in %s", ep, dataDir)
 			}
 			helper.Stop()
-			eventually(t, "DRA helper de-registered", func() bool { return h.count("deregister", "gpu.example.com") == 1 })
+			eventually(t, "DRA helper de-registered", func() bool { return h.count("deregister", tc.driver) == 1 })
 		})
 	}
 }

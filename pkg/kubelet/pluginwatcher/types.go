@@ -36,13 +36,32 @@ type Handler = cache.Handler
 // for when the watcher calls it.
 type ReplacementValidator = cache.ReplacementValidator
 
+// Policy says how the watcher treats the instances (sockets) of one
+// plugin name: one registered at a time (the default) or all of them, and
+// whether a registered socket that refuses connections is removed. See
+// cache.Policy.
+type Policy = cache.Policy
+
+// PolicyHandler is an optional interface of a Handler that asks for a
+// Policy other than the default.
+type PolicyHandler = cache.PolicyHandler
+
 // Watcher discovers plugin sockets in one directory tree and drives their
 // registration with the handler that owns their type.
 type Watcher interface {
 	// AddHandler sets the handler for pluginType. It may be called before or
-	// after Start. It panics on a nil handler or a malformed type, because
-	// both are programming errors (see ValidatePluginType).
+	// after Start. Sockets whose last attempt found no handler for
+	// pluginType are retried at once, with their backoff reset. It panics
+	// on a nil handler or a malformed type, because both are programming
+	// errors (see ValidatePluginType).
 	AddHandler(pluginType string, h Handler)
+	// ExpectHandler declares that a handler for pluginType will be added
+	// later, and why it is not there yet: until AddHandler, the type's
+	// plugins get a negative status that says so (reason) and that their
+	// registration is retried as soon as the handler arrives, and their
+	// failures count as "handler_pending", labelled with the type. It is
+	// ignored for a type that has a handler. It panics on a malformed type.
+	ExpectHandler(pluginType, reason string)
 	// Start creates the directory if needed, scans it (restart recovery),
 	// starts the directory watch and the dispatcher, and returns. Everything
 	// stops when ctx is cancelled. Start may be called only once.

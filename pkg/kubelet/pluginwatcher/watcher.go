@@ -38,7 +38,10 @@ type watcher struct {
 
 	mu       sync.RWMutex
 	handlers map[string]Handler
-	started  bool
+	// pending are the reasons of the types ExpectHandler declared that
+	// have no handler yet.
+	pending map[string]string
+	started bool
 
 	dsw      cache.DesiredStateOfWorld
 	asw      cache.ActualStateOfWorld
@@ -71,6 +74,7 @@ func newWatcher(dir string, opts Options) (*watcher, error) {
 		dir:      filepath.Clean(dir),
 		opts:     opts,
 		handlers: map[string]Handler{},
+		pending:  map[string]string{},
 		dsw:      cache.NewDesiredStateOfWorld(nil),
 		asw:      cache.NewActualStateOfWorld(),
 		rep:      report.New(opts.reportConfig()),
@@ -90,6 +94,7 @@ func newWatcher(dir string, opts Options) (*watcher, error) {
 		Reporter: w.rep,
 		Metrics:  w.metrics,
 		Handler:  w.handler,
+		Pending:  w.pendingReason,
 		Enqueue:  w.queue.Add,
 	})
 	w.slots = slots.New(opts.MaxInFlight, opts.SuspectInFlight, w.queue.Add, w.metrics)
@@ -104,8 +109,21 @@ func (w *watcher) AddHandler(pluginType string, h Handler) {
 		panic("pluginwatcher: " + err.Error())
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	w.handlers[pluginType] = h
+	delete(w.pending, pluginType)
+	w.mu.Unlock()
+	w.rec.HandlerAdded(pluginType)
+}
+
+func (w *watcher) ExpectHandler(pluginType, reason string) {
+	if err := ValidatePluginType(pluginType); err != nil {
+		panic("pluginwatcher: " + err.Error())
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.handlers[pluginType]; !ok {
+		w.pending[pluginType] = reason
+	}
 }
 
 func (w *watcher) handler(pluginType string) (Handler, bool) {
@@ -113,6 +131,13 @@ func (w *watcher) handler(pluginType string) (Handler, bool) {
 	defer w.mu.RUnlock()
 	h, ok := w.handlers[pluginType]
 	return h, ok
+}
+
+func (w *watcher) pendingReason(pluginType string) (string, bool) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	r, ok := w.pending[pluginType]
+	return r, ok
 }
 
 func (w *watcher) Start(ctx context.Context) error {

@@ -24,8 +24,9 @@ type Instance struct {
 	Endpoint string
 	Versions []string
 	Handler  Handler
-	// Registered is true for the one instance per key that the handler
-	// currently knows (the owner).
+	// Registered is true for the instances of a key that the handler
+	// currently knows: the one owner, or, under Policy.AllInstances, every
+	// instance registered so far.
 	Registered bool
 	// Notified is true once NotifyRegistrationStatus(true) was delivered.
 	Notified bool
@@ -59,8 +60,11 @@ type ActualStateOfWorld interface {
 	// whether it exists. fn must only change the fields it owns.
 	Update(path string, fn func(*Instance)) bool
 	Delete(path string)
-	// Owner returns the registered instance of key.
+	// Owner returns the registered instance of key (one of them under
+	// Policy.AllInstances).
 	Owner(key PluginKey) (Instance, bool)
+	// Registered returns every registered instance of key.
+	Registered(key PluginKey) []Instance
 	// Elect returns the newest instance of key that may own it at now:
 	// not rejected and not backing off.
 	Elect(key PluginKey, now time.Time) (Instance, bool)
@@ -157,6 +161,18 @@ func (a *actualState) Owner(key PluginKey) (Instance, bool) {
 		}
 	}
 	return Instance{}, false
+}
+
+func (a *actualState) Registered(key PluginKey) []Instance {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	var out []Instance
+	for p := range a.byKey[key] {
+		if i := a.byPath[p]; i.Registered {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 func (a *actualState) Elect(key PluginKey, now time.Time) (Instance, bool) {

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"maps"
+	"slices"
 	"testing"
 )
 
@@ -31,5 +32,24 @@ func TestRegisteredByTypeIsMaintained(t *testing.T) {
 		if got := a.RegisteredByType(); !maps.Equal(got, s.want) {
 			t.Fatalf("%s: RegisteredByType() = %v, want %v", s.name, got, s.want)
 		}
+	}
+}
+
+// TestRegisteredOfKey: Registered returns every registered instance of one
+// key (several under Policy.AllInstances) and none of other keys.
+func TestRegisteredOfKey(t *testing.T) {
+	a := newActualState()
+	dra := PluginKey{Type: "DRAPlugin", Name: "gpu.example.com"}
+	a.Put(Instance{Path: "/a", Key: dra, Registered: true})
+	a.Put(Instance{Path: "/b", Key: dra, Registered: true})
+	a.Put(Instance{Path: "/c", Key: dra})
+	a.Put(Instance{Path: "/d", Key: PluginKey{Type: "DRAPlugin", Name: "other"}, Registered: true})
+	var paths []string
+	for _, i := range a.Registered(dra) {
+		paths = append(paths, i.Path)
+	}
+	slices.Sort(paths)
+	if want := []string{"/a", "/b"}; !slices.Equal(paths, want) {
+		t.Errorf("Registered(%v) = %q, want %q", dra, paths, want)
 	}
 }

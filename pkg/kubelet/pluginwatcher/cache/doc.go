@@ -11,5 +11,9 @@
 // socket is registered with the handler for each plugin (type, name), which
 // are standbys, rejected or backing off.
 //
+// Policy, which a Handler may ask for, says whether one socket per plugin
+// is registered or all of them, and whether a registered socket that
+// refuses connections is kept.
+//
 // Both are in memory and safe for concurrent use; they perform no I/O.
 package cache

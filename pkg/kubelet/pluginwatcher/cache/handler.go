@@ -59,3 +59,45 @@ type Handler interface {
 type ReplacementValidator interface {
 	ValidateReplacement(ctx context.Context, pluginName string, endpoint string, versions []string) error
 }
+
+// Policy says how the watcher treats the instances (sockets) of one
+// plugin name for a handler. The zero value is the watcher's default: one
+// registered instance per name (the newest live socket; older ones are
+// standbys), and a registered socket that refuses connections long enough
+// is removed and de-registered.
+type Policy struct {
+	// AllInstances registers every live socket of a plugin name, each with
+	// its own endpoint, and de-registers each only when its socket goes:
+	// the handler's consumer keeps several instances of one plugin at once
+	// and chooses which one serves. Upstream's DRA manager does (seamless
+	// upgrades, kubernetes#129832: the most recently registered instance
+	// serves), and so does its device manager since v1.37 (several clients
+	// per resource, kubernetes#135437). Two sockets of one name that claim
+	// the same endpoint are never registered together: the later one is
+	// refused until the other goes.
+	AllInstances bool
+	// KeepRegisteredWhenRefused keeps a registered socket that refuses
+	// connections registered, and its file in place, until the file is
+	// removed or replaced: the consumer watches the plugin's service
+	// itself and decides what losing it means. Upstream's DRA manager
+	// keeps a plugin whose service connection dropped and wipes the node's
+	// ResourceSlices only after a grace period; a de-registration by the
+	// watcher would change that. A socket that was never registered is
+	// still removed when it is stale.
+	KeepRegisteredWhenRefused bool
+}
+
+// PolicyHandler is an optional interface of a Handler that asks for a
+// Policy other than the default.
+type PolicyHandler interface {
+	Policy() Policy
+}
+
+// PolicyOf returns h's Policy: the zero Policy unless h implements
+// PolicyHandler.
+func PolicyOf(h Handler) Policy {
+	if p, ok := h.(PolicyHandler); ok {
+		return p.Policy()
+	}
+	return Policy{}
+}

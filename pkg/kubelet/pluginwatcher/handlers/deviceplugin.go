@@ -44,7 +44,10 @@ type devicePluginHandler struct {
 	timeout time.Duration
 }
 
-var _ pluginwatcher.Handler = &devicePluginHandler{}
+var (
+	_ pluginwatcher.Handler       = &devicePluginHandler{}
+	_ pluginwatcher.PolicyHandler = &devicePluginHandler{}
+)
 
 // NewDevicePlugin returns the handler for pluginwatcher.DevicePlugin.
 //
@@ -67,6 +70,18 @@ func NewDevicePlugin(opts DevicePluginOptions) pluginwatcher.Handler {
 		opts.Timeout = DefaultDeviceManagerTimeout
 	}
 	return &devicePluginHandler{socket: opts.KubeletSocket, timeout: opts.Timeout}
+}
+
+// Policy registers every instance of a device plugin: the v1.37 device
+// manager keeps several clients per resource, each under its own socket,
+// and removes one only when its own stream ends (seamless device plugin
+// upgrades, kubernetes#135437). An owner election would register the
+// older instance again when a newer one goes, while the device manager
+// still has it: the device manager refuses that ("already connected") and
+// its registration server forgets the instance's client, so that the
+// instance's own disconnection would later go unnoticed.
+func (h *devicePluginHandler) Policy() pluginwatcher.Policy {
+	return pluginwatcher.Policy{AllInstances: true}
 }
 
 // ValidatePlugin applies the checks the device manager's Register RPC

@@ -12,7 +12,13 @@
 //   - NewDevicePlugin forwards a device plugin to the kubelet's device
 //     manager through the device manager's public v1beta1 Registration
 //     service (k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1, kubelet.sock),
-//     without copying any device-manager code.
+//     without copying any device-manager code, every instance of a
+//     resource at once as the v1.37 device manager keeps them.
+//   - DRA forwards a DRA driver to the kubelet's own DRA manager, the
+//     handler upstream's plugin manager uses, with upstream's DRA
+//     semantics as its pluginwatcher.Policy; WaitForDRA takes that handler
+//     from the container manager once it has started.
 //
-// README.md in the parent directory explains the wire contract of both.
+// README.md in the parent directory explains the wire contract, and
+// docs/plugin-watcher.md compares each type with upstream's kubelet.
 package handlers

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,16 +24,19 @@ import (
 
 // fakeDeviceManager stands in for the device manager behind upstream's real
 // v1beta1 registration server (dpserver.NewServer): it records what the
-// server reports.
+// server reports and, like upstream's ManagerImpl.PluginConnected, keeps
+// several plugin sockets per resource and refuses one that is connected
+// already.
 type fakeDeviceManager struct {
 	mu           sync.Mutex
-	connected    map[string]string // resource -> plugin socket
+	sockets      map[string][]string // resource -> connected plugin sockets, oldest first
+	connects     map[string]int      // plugin socket -> PluginConnected calls
 	devices      map[string]int
 	disconnected map[string]bool
 }
 
 func newFakeDeviceManager() *fakeDeviceManager {
-	return &fakeDeviceManager{connected: map[string]string{}, devices: map[string]int{}, disconnected: map[string]bool{}}
+	return &fakeDeviceManager{sockets: map[string][]string{}, connects: map[string]int{}, devices: map[string]int{}, disconnected: map[string]bool{}}
 }
 
 func (m *fakeDeviceManager) CleanupPluginDirectory(klog.Logger, string) error { return nil }
@@ -39,13 +44,18 @@ func (m *fakeDeviceManager) CleanupPluginDirectory(klog.Logger, string) error { 
 func (m *fakeDeviceManager) PluginConnected(_ context.Context, r string, p dpserver.DevicePlugin) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.connected[r] = p.SocketPath()
+	m.connects[p.SocketPath()]++
+	if slices.Contains(m.sockets[r], p.SocketPath()) {
+		return fmt.Errorf("device plugin already connected: %s", p.SocketPath())
+	}
+	m.sockets[r] = append(m.sockets[r], p.SocketPath())
 	return nil
 }
 
-func (m *fakeDeviceManager) PluginDisconnected(_ klog.Logger, r string, _ string) {
+func (m *fakeDeviceManager) PluginDisconnected(_ klog.Logger, r string, socket string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.sockets[r] = slices.DeleteFunc(m.sockets[r], func(s string) bool { return s == socket })
 	m.disconnected[r] = true
 }
 
@@ -55,10 +65,24 @@ func (m *fakeDeviceManager) PluginListAndWatchReceiver(_ klog.Logger, r string, 
 	m.devices[r] = len(resp.Devices)
 }
 
+// snapshot returns the plugin socket of r connected last, its device
+// count, and whether a plugin of r was disconnected.
 func (m *fakeDeviceManager) snapshot(r string) (string, int, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.connected[r], m.devices[r], m.disconnected[r]
+	last := ""
+	if s := m.sockets[r]; len(s) > 0 {
+		last = s[len(s)-1]
+	}
+	return last, m.devices[r], m.disconnected[r]
+}
+
+// instances returns the connected plugin sockets of r, oldest first, and
+// how often the device manager was asked to connect each.
+func (m *fakeDeviceManager) instances(r string) ([]string, map[string]int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.sockets[r]), maps.Clone(m.connects)
 }
 
 func shortDir(t *testing.T, name string) string {

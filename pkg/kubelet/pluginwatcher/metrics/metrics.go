@@ -22,10 +22,14 @@ const (
 	ReasonDial      = "dial"
 	ReasonGetInfo   = "get_info"
 	ReasonNoHandler = "no_handler"
-	ReasonIdentity  = "identity"
-	ReasonValidate  = "validate"
-	ReasonRegister  = "register"
-	ReasonNotify    = "notify"
+	// ReasonHandlerPending: the kubelet serves the type but its handler
+	// is not there yet (the DRA manager before the container manager
+	// started).
+	ReasonHandlerPending = "handler_pending"
+	ReasonIdentity       = "identity"
+	ReasonValidate       = "validate"
+	ReasonRegister       = "register"
+	ReasonNotify         = "notify"
 )
 
 // Metrics are the metrics of one plugin watcher. They are created per

@@ -26,6 +26,10 @@ type Reconciler interface {
 	// ConnectionDropped queues a liveness check of the plugin registered
 	// at path, if any; the executor's Monitor calls it.
 	ConnectionDropped(path string)
+	// HandlerAdded queues at once, with their backoff reset, the sockets
+	// whose last attempt found no handler for pluginType. The caller makes
+	// the handler visible to Dependencies.Handler first.
+	HandlerAdded(pluginType string)
 }
 
 // Config is the part of the watcher's options the reconciler applies. The
@@ -63,6 +67,10 @@ type Dependencies struct {
 	Metrics      *metrics.Metrics
 	// Handler returns the handler of a plugin type.
 	Handler func(pluginType string) (cache.Handler, bool)
+	// Pending, if set, says why a plugin type without a handler yet is
+	// expected to get one (false: it is not expected). The reason is sent
+	// to the type's plugins.
+	Pending func(pluginType string) (reason string, ok bool)
 	// Enqueue queues path for another attempt.
 	Enqueue func(path string)
 	// Now defaults to time.Now, Stat to socket.Lstat.
@@ -88,6 +96,8 @@ func newReconciler(cfg Config, deps Dependencies) *reconciler {
 		rep:      deps.Reporter,
 		metrics:  deps.Metrics,
 		handler:  deps.Handler,
+		pending:  deps.Pending,
+		waiting:  newHandlerWaits(),
 		enqueue:  deps.Enqueue,
 		now:      deps.Now,
 		stat:     deps.Stat,
@@ -97,6 +107,9 @@ func newReconciler(cfg Config, deps Dependencies) *reconciler {
 	}
 	if r.stat == nil {
 		r.stat = socket.Lstat
+	}
+	if r.pending == nil {
+		r.pending = func(string) (string, bool) { return "", false }
 	}
 	return r
 }

@@ -21,6 +21,9 @@ func (r *reconciler) elect(ctx context.Context, inst cache.Instance, conn *execu
 		return 0
 	}
 	defer r.gate.unlock(inst.Key)
+	if cache.PolicyOf(inst.Handler).AllInstances {
+		return r.registerInstance(ctx, inst, conn)
+	}
 	winner, ok := r.asw.Elect(inst.Key, r.now())
 	if !ok || winner.Path != inst.Path {
 		r.rep.Debug("Plugin socket is a standby for a newer socket", "path", inst.Path, "pluginName", inst.Key.Name)
@@ -42,6 +45,28 @@ func (r *reconciler) elect(ctx context.Context, inst cache.Instance, conn *execu
 		return r.failed(ctx, conn, inst.Path, inst.Gen, inst.Key.Type, inst.Key.Name, reason, err)
 	}
 	r.asw.Update(inst.Path, func(i *cache.Instance) { i.Registered = true })
+	r.registered(inst)
+	return r.notifySuccess(ctx, conn, inst)
+}
+
+// registerInstance registers inst beside the other registered instances
+// of its plugin, for a handler whose consumer keeps them all
+// (Policy.AllInstances): nothing is de-registered, and the instance
+// registered last is the newest the consumer knows. An endpoint that
+// another registered socket of the plugin already claims is refused, so
+// that one instance cannot take over another's (upstream's device manager
+// would drop both).
+func (r *reconciler) registerInstance(ctx context.Context, inst cache.Instance, conn *executor.Conn) time.Duration {
+	for _, other := range r.asw.Registered(inst.Key) {
+		if other.Path != inst.Path && other.Endpoint == inst.Endpoint {
+			err := fmt.Errorf("endpoint %s of %s is already registered by socket %s", inst.Endpoint, inst.Key.Name, other.Path)
+			return r.failed(ctx, conn, inst.Path, inst.Gen, inst.Key.Type, inst.Key.Name, metrics.ReasonValidate, err)
+		}
+	}
+	if reason, err := r.callHandler(ctx, inst); err != nil {
+		return r.failed(ctx, conn, inst.Path, inst.Gen, inst.Key.Type, inst.Key.Name, reason, err)
+	}
+	r.asw.Update(inst.Path, func(i *cache.Instance) { i.Registered, i.Standby = true, false })
 	r.registered(inst)
 	return r.notifySuccess(ctx, conn, inst)
 }

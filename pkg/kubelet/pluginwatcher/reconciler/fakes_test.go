@@ -3,8 +3,11 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/cache"
 )
 
 // always, as a number of failures, means every call fails.
@@ -21,8 +24,9 @@ func consume(left *int) bool {
 }
 
 // scriptedHandler logs its calls, fails those it is told to, and checks
-// that DeRegisterPlugin is only called for the registered endpoint and
-// RegisterPlugin only when no other endpoint of the name is registered.
+// that DeRegisterPlugin is only called for a registered endpoint and, unless
+// it keeps all instances (policy.AllInstances), RegisterPlugin only when no
+// other endpoint of the name is registered.
 type scriptedHandler struct {
 	t      *testing.T
 	record func(format string, args ...any)
@@ -31,7 +35,9 @@ type scriptedHandler struct {
 	// refuseDuplicates makes ValidatePlugin refuse a name registered at
 	// another endpoint, as upstream's CSI handler does.
 	refuseDuplicates bool
-	registered       map[string]string // plugin name -> endpoint
+	// policy is what the handler asks the watcher for (scriptedPolicy).
+	policy     cache.Policy
+	registered map[string]string // endpoint -> plugin name
 }
 
 func newScriptedHandler(refuseDuplicates bool) *scriptedHandler {
@@ -48,34 +54,56 @@ func (h *scriptedHandler) call(op, endpoint string) error {
 	return nil
 }
 
+// endpointsOf returns the registered endpoints of plugin name, sorted.
+func (h *scriptedHandler) endpointsOf(name string) []string {
+	var eps []string
+	for ep, n := range h.registered {
+		if n == name {
+			eps = append(eps, ep)
+		}
+	}
+	slices.Sort(eps)
+	return eps
+}
+
 func (h *scriptedHandler) ValidatePlugin(_ context.Context, name, endpoint string, _ []string) error {
 	if err := h.call("validate", endpoint); err != nil {
 		return err
 	}
-	if cur, ok := h.registered[name]; ok && h.refuseDuplicates && cur != endpoint {
-		return fmt.Errorf("plugin %s is already registered at %s", name, cur)
+	if cur := h.endpointsOf(name); len(cur) > 0 && h.refuseDuplicates && !slices.Contains(cur, endpoint) {
+		return fmt.Errorf("plugin %s is already registered at %s", name, cur[0])
 	}
 	return nil
 }
 
 func (h *scriptedHandler) RegisterPlugin(_ context.Context, name, endpoint string, _ []string, _ *time.Duration) error {
-	if cur, ok := h.registered[name]; ok {
+	if _, dup := h.registered[endpoint]; dup {
+		h.t.Errorf("RegisterPlugin(%s, %s): endpoint already registered", name, endpoint)
+	}
+	if cur := h.endpointsOf(name); len(cur) > 0 && !h.policy.AllInstances {
 		h.t.Errorf("RegisterPlugin(%s, %s) while %s is registered", name, endpoint, cur)
 	}
 	if err := h.call("register", endpoint); err != nil {
 		return err
 	}
-	h.registered[name] = endpoint
+	h.registered[endpoint] = name
 	return nil
 }
 
 func (h *scriptedHandler) DeRegisterPlugin(_ context.Context, name, endpoint string) {
 	_ = h.call("deregister", endpoint)
-	if cur := h.registered[name]; cur != endpoint {
-		h.t.Errorf("DeRegisterPlugin(%s, %s), but %q is registered", name, endpoint, cur)
+	if cur, ok := h.registered[endpoint]; !ok || cur != name {
+		h.t.Errorf("DeRegisterPlugin(%s, %s), but %q is registered", name, endpoint, h.endpointsOf(name))
 	}
-	delete(h.registered, name)
+	delete(h.registered, endpoint)
 }
+
+// scriptedPolicy adds PolicyHandler to a scriptedHandler.
+type scriptedPolicy struct {
+	*scriptedHandler
+}
+
+func (h scriptedPolicy) Policy() cache.Policy { return h.policy }
 
 // scriptedReplacer adds ReplacementValidator to a scriptedHandler.
 type scriptedReplacer struct {

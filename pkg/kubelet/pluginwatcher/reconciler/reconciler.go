@@ -3,7 +3,6 @@ package reconciler
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -39,8 +38,11 @@ type reconciler struct {
 	rep      report.Reporter
 	metrics  *metrics.Metrics
 	handler  func(pluginType string) (cache.Handler, bool)
-	enqueue  func(path string)
-	now      func() time.Time
+	pending  func(pluginType string) (string, bool)
+	// waiting are the sockets whose last attempt found no handler.
+	waiting *handlerWaits
+	enqueue func(path string)
+	now     func() time.Time
 	// stat is socket.Lstat; tests replace it with a fake file system.
 	stat func(path string) (socket.ID, bool, error)
 	// gaugeMu makes the reset-and-set of the registered gauge atomic.
@@ -132,6 +134,7 @@ func (r *reconciler) current(path string) (cache.DesiredSocket, bool) {
 func (r *reconciler) syncGone(ctx context.Context, path string) time.Duration {
 	r.throttle.Forget(path)
 	r.retries.forget(path)
+	r.waiting.remove(path)
 	if inst, ok := r.asw.Get(path); ok {
 		r.retire(ctx, inst)
 	}
@@ -158,7 +161,8 @@ func (r *reconciler) retire(ctx context.Context, inst cache.Instance) bool {
 	return true
 }
 
-// register probes the socket, checks it and runs the owner election.
+// register probes the socket, checks it and runs the owner election (or,
+// under Policy.AllInstances, registers it beside the others).
 func (r *reconciler) register(ctx context.Context, d cache.DesiredSocket) time.Duration {
 	fileKey := throttle.FileKey(d.Rel)
 	if !r.throttle.Admit(fileKey, d.Path) {
@@ -172,11 +176,14 @@ func (r *reconciler) register(ctx context.Context, d cache.DesiredSocket) time.D
 	defer conn.Close()
 	r.retries.answered(d.Path)
 
+	// Recorded before the lookup, so that a handler added meanwhile
+	// (HandlerAdded) finds this socket.
+	r.waiting.add(d.Path, info.Type)
 	h, ok := r.handler(info.Type)
 	if !ok {
-		err := fmt.Errorf("no handler for plugin type %q", info.Type)
-		return r.failed(ctx, conn, d.Path, d.Gen, metrics.UnknownType, info.Name, metrics.ReasonNoHandler, err)
+		return r.noHandler(ctx, conn, d, info.Type, info.Name)
 	}
+	r.waiting.remove(d.Path)
 	inst := cache.Instance{
 		Path: d.Path, Rel: d.Rel, Gen: d.Gen, Ctime: d.ID.Ctime, Seen: d.Seen,
 		Key: cache.PluginKey{Type: info.Type, Name: info.Name}, Endpoint: info.Endpoint,
@@ -202,7 +209,8 @@ func (r *reconciler) register(ctx context.Context, d cache.DesiredSocket) time.D
 // identityOK applies the identity policy; a rejected instance is recorded
 // so that it is not retried until the socket is replaced.
 func (r *reconciler) identityOK(ctx context.Context, conn *executor.Conn, inst *cache.Instance) bool {
-	warn, err := socket.CheckIdentity(r.opts.IdentityPolicy, inst.Rel, inst.Key.Name)
+	warn, err := socket.CheckIdentity(r.opts.IdentityPolicy,
+		socket.Claim{Path: inst.Path, Rel: inst.Rel, Type: inst.Key.Type, Name: inst.Key.Name})
 	if err == nil {
 		return true
 	}
@@ -239,6 +247,10 @@ func (r *reconciler) probeFailed(ctx context.Context, d cache.DesiredSocket, err
 	case errors.Is(err, executor.ErrGone):
 		r.dsw.Forget(d.Path)
 		return r.syncGone(ctx, d.Path)
+	case errors.Is(err, executor.ErrRefused) && r.keepsWhenRefused(d):
+		r.metrics.Failures.WithLabelValues(metrics.UnknownType, metrics.ReasonDial).Inc()
+		r.rep.Warn("Registered plugin socket refused connection; it stays registered until its file is removed", d.Rel,
+			report.EventPluginFailed, err, "path", d.Path)
 	case errors.Is(err, executor.ErrRefused):
 		delay, removed, n := r.maybeRemoveStale(ctx, d)
 		if removed {
@@ -260,6 +272,15 @@ func (r *reconciler) probeFailed(ctx context.Context, d cache.DesiredSocket, err
 		r.rep.Warn("Plugin did not answer GetInfo", d.Rel, report.EventPluginFailed, err, "path", d.Path)
 	}
 	return r.backOff(d.Path, d.Gen, r.retries.next(d.Path, d.Gen))
+}
+
+// keepsWhenRefused reports whether d's socket is registered with a handler
+// that keeps it registered while it refuses connections
+// (Policy.KeepRegisteredWhenRefused): such a socket is never removed as
+// stale, only retried with backoff until it answers or its file goes.
+func (r *reconciler) keepsWhenRefused(d cache.DesiredSocket) bool {
+	inst, ok := r.asw.Get(d.Path)
+	return ok && inst.Gen == d.Gen && inst.Registered && cache.PolicyOf(inst.Handler).KeepRegisteredWhenRefused
 }
 
 // maybeRemoveStale deletes the socket file once it has refused

@@ -42,8 +42,10 @@ type testbed struct {
 	dsw   cache.DesiredStateOfWorld
 	asw   cache.ActualStateOfWorld
 	rec   *reconciler
-	// handlers are the handlers by plugin type, as the watcher keeps them.
+	// handlers are the handlers by plugin type, as the watcher keeps them;
+	// pending the reasons of types expected to get one (ExpectHandler).
 	handlers map[string]cache.Handler
+	pending  map[string]string
 	log      []string
 	ino      uint64
 }
@@ -60,7 +62,7 @@ func newTestbed(t *testing.T, opts Config, h *scriptedHandler, handler cache.Han
 	rep := report.New(report.Config{Interval: 10 * time.Second, Budget: 10})
 	rep.SetLogger(logger)
 	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
-	tb := &testbed{t: t, ctx: ctx, clock: clock, h: h, handlers: map[string]cache.Handler{testType: handler}}
+	tb := &testbed{t: t, ctx: ctx, clock: clock, h: h, handlers: map[string]cache.Handler{testType: handler}, pending: map[string]string{}}
 	tb.net = executor.NewFakeExecutor()
 	tb.net.Record = func(op, path, detail string) { tb.record("%s", strings.TrimSpace(op+" "+labelOf(path)+" "+detail)) }
 	tb.queue = &fakeQueue{clock: clock, waiting: map[string]time.Time{}}
@@ -78,6 +80,10 @@ func newTestbed(t *testing.T, opts Config, h *scriptedHandler, handler cache.Han
 		Handler: func(typ string) (cache.Handler, bool) {
 			h, ok := tb.handlers[typ]
 			return h, ok
+		},
+		Pending: func(typ string) (string, bool) {
+			r, ok := tb.pending[typ]
+			return r, ok
 		},
 		Enqueue: tb.queue.add,
 		Now:     clock.now,
@@ -135,7 +141,7 @@ func (tb *testbed) registered() []string {
 		}
 	}
 	var inHandler []string
-	for _, ep := range tb.h.registered {
+	for ep := range tb.h.registered {
 		inHandler = append(inHandler, labelOf(ep))
 	}
 	slices.Sort(inASW)
@@ -217,8 +223,10 @@ func (q *fakeQueue) promote() {
 type reconcilerCase struct {
 	name string
 	opts Config
-	// refuseDuplicates and replacer shape the handler (scriptedHandler).
+	// refuseDuplicates, replacer and policy shape the handler
+	// (scriptedHandler); a non-zero policy makes it a PolicyHandler.
 	refuseDuplicates, replacer bool
+	policy                     cache.Policy
 	steps                      []step
 }
 
@@ -240,9 +248,13 @@ func runReconcilerCases(t *testing.T, cases []reconcilerCase) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newScriptedHandler(tc.refuseDuplicates)
+			h.policy = tc.policy
 			var handler cache.Handler = h
-			if tc.replacer {
+			switch {
+			case tc.replacer:
 				handler = scriptedReplacer{h}
+			case tc.policy != cache.Policy{}:
+				handler = scriptedPolicy{h}
 			}
 			tb := newTestbed(t, tc.opts, h, handler)
 			for i, st := range tc.steps {

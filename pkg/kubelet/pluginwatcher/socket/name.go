@@ -56,17 +56,36 @@ func hasNamePrefix(s, name string) bool {
 	return strings.ContainsRune(".-_", rune(s[len(name)]))
 }
 
+// Claim is what a plugin says it is (GetInfo's type and name) and where
+// its registration socket is: Path absolute, Rel relative to the watched
+// directory ("/"-separated).
+type Claim struct {
+	Path, Rel  string
+	Type, Name string
+}
+
+// Carried reports whether the socket carries the name it claims:
+// CarriesName, or, for a DRAPlugin, the DRA helper's fallback name for a
+// driver name too long for the named forms (IsDRAFallback).
+func (c Claim) Carried() bool {
+	return CarriesName(c.Rel, c.Name) || isDRA(c.Type) && IsDRAFallback(c.Path, c.Name)
+}
+
 // CheckIdentity applies the identity policy. It returns a non-nil error
 // when the registration must be refused, and warn=true when it may proceed
 // but the mismatch must be reported.
-func CheckIdentity(policy IdentityPolicy, rel, pluginName string) (warn bool, err error) {
-	if pluginName == "" {
-		return false, fmt.Errorf("plugin at %q returned an empty name", rel)
+func CheckIdentity(policy IdentityPolicy, c Claim) (warn bool, err error) {
+	if c.Name == "" {
+		return false, fmt.Errorf("plugin at %q returned an empty name", c.Rel)
 	}
-	if CarriesName(rel, pluginName) {
+	if c.Carried() {
 		return false, nil
 	}
-	mismatch := fmt.Errorf("socket file %q does not carry plugin name %q (want %s[.|-|_<suffix>])", rel, pluginName, EscapeName(pluginName))
+	want := EscapeName(c.Name) + "[.|-|_<suffix>]"
+	if isDRA(c.Type) {
+		want += ", or dra-<hash>-reg.sock if " + c.Name + "-<hash>-reg.sock would not fit in the directory"
+	}
+	mismatch := fmt.Errorf("socket file %q does not carry plugin name %q (want %s)", c.Rel, c.Name, want)
 	if policy == IdentityReject {
 		return false, mismatch
 	}

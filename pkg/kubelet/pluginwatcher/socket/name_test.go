@@ -43,7 +43,7 @@ func TestCheckIdentity(t *testing.T) {
 		"empty name, policy R": {IdentityReject, "b.sock", "", false, true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			warn, err := CheckIdentity(tc.policy, tc.rel, tc.plugin)
+			warn, err := CheckIdentity(tc.policy, Claim{Path: "/plugins/" + tc.rel, Rel: tc.rel, Type: "CSIPlugin", Name: tc.plugin})
 			if warn != tc.wantWarn || (err != nil) != tc.wantErr {
 				t.Errorf("CheckIdentity = (%v, %v), want warn=%v err=%v", warn, err, tc.wantWarn, tc.wantErr)
 			}
