@@ -35,9 +35,15 @@ func TestDRAConnectionLoss(t *testing.T) {
 	for name, tc := range map[string]struct {
 		// policy: the DRA handler's Policy; false: the default (owner
 		// election, stale sockets removed and de-registered).
-		policy      bool
-		act         func(r *draRun, t *testing.T)
-		wantDeregs  int
+		policy     bool
+		act        func(r *draRun, t *testing.T)
+		wantDeregs int
+		// maxDeregs, when set, allows up to that many: a restart that
+		// removes and re-creates both sockets at once can be seen as two
+		// removals by the watcher (the old registration socket's and the
+		// old service's), each de-registering the endpoint before the new
+		// one registers; the DRA manager is left with the plugin either way.
+		maxDeregs   int
 		wantWipe    bool
 		wantRegFile bool
 	}{
@@ -51,7 +57,7 @@ func TestDRAConnectionLoss(t *testing.T) {
 			policy: true, act: (*draRun).killBoth, wantWipe: true, wantRegFile: true,
 		},
 		"the plugin restarts within the grace period: nothing is wiped": {
-			policy: true, act: (*draRun).restart, wantDeregs: 1, wantRegFile: true,
+			policy: true, act: (*draRun).restart, wantDeregs: 1, maxDeregs: 2, wantRegFile: true,
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -60,8 +66,8 @@ func TestDRAConnectionLoss(t *testing.T) {
 			tc.act(r, t)
 			time.Sleep(2 * wipingDelay)
 
-			if n := len(r.rec.ops("deregister")); n != tc.wantDeregs {
-				t.Errorf("%d de-registrations, want %d: %+v", n, tc.wantDeregs, r.rec.ops("deregister"))
+			if n := len(r.rec.ops("deregister")); n < tc.wantDeregs || n > max(tc.wantDeregs, tc.maxDeregs) {
+				t.Errorf("%d de-registrations, want %d to %d: %+v", n, tc.wantDeregs, max(tc.wantDeregs, tc.maxDeregs), r.rec.ops("deregister"))
 			}
 			wipes := r.driverWipes()
 			switch {
