@@ -124,6 +124,17 @@ func readClaim(ctx context.Context, t *testing.T, c *framework.Cluster, claim, w
 	name := claim + "-read"
 	pod := claimPodSpec(name, claim)
 	pod.Spec.Containers[0].Command = []string{"/bin/sh", "-c", "cat /data/f"}
+	// The claim was refused while its PV was of the old machine; the
+	// apiserver's admission sees the policy the master rewrote through its
+	// own informer, a moment later. Dry runs, which admission checks like
+	// creations, wait for it without starting a pod.
+	var refusal error
+	if err := poll(t, 60*time.Second, func() bool {
+		_, refusal = c.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return refusal == nil
+	}); err != nil {
+		t.Fatalf("a pod of claim %s is still refused 60 s after its PV was handed to the new machine: %v", claim, refusal)
+	}
 	c.CreatePodOn(ctx, t, pod, "")
 	defer c.DeletePod(t, name)
 	c.WaitForPod(ctx, t, name, 120*time.Second, corev1.PodSucceeded)
