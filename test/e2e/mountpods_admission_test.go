@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -83,6 +84,33 @@ func TestMountPodAdmission(t *testing.T) {
 		}
 	})
 
+	t.Run("an ordinary user cannot create a DaemonSet whose pods carry a mount label", func(t *testing.T) {
+		labelled := muLabelledDaemonSet("mu-adm-ds", map[string]string{muUnusedLabel: "true"})
+		_, err := user.AppsV1().DaemonSets(muNamespace).Create(ctx, labelled, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), muPolicy) {
+			t.Errorf("a DaemonSet whose template carries %s: got %v, want Forbidden by %s", muUnusedLabel, err, muPolicy)
+		}
+		plain := muLabelledDaemonSet("mu-adm-ds", map[string]string{"app": "mu-adm-ds"})
+		if _, err := user.AppsV1().DaemonSets(muNamespace).Create(ctx, plain, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			t.Errorf("an unlabelled DaemonSet is refused: %v", err)
+		}
+	})
+
+	t.Run("an ordinary user cannot add an ephemeral container to a mount pod", func(t *testing.T) {
+		name := muDeploy(ctx, t, c)
+		pod, err := c.Client.CoreV1().Pods(muNamespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, corev1.EphemeralContainer{
+			EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debugger", Image: framework.BusyboxImage,
+				ImagePullPolicy: corev1.PullNever, Command: []string{"sleep", "60"}}})
+		_, err = user.CoreV1().Pods(muNamespace).UpdateEphemeralContainers(ctx, name, pod, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), muPolicy) {
+			t.Errorf("adding an ephemeral container to %s: got %v, want Forbidden by %s", name, err, muPolicy)
+		}
+	})
+
 	t.Run("a system:masters admin can create a labelled pod", func(t *testing.T) {
 		pod := muKubeMountPod("mu-adm-admin", map[string]string{muUnusedLabel: "true"})
 		if _, err := c.Client.CoreV1().Pods(muNamespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
@@ -124,8 +152,10 @@ func muPolicyUserClient(ctx context.Context, t testing.TB, c *framework.Cluster)
 	t.Helper()
 	role := &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-mount-pod-user", Namespace: muNamespace},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods", "pods/status"},
-			Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods", "pods/status", "pods/ephemeralcontainers"},
+			Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+			{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"},
+				Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}},
 	}
 	binding := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: role.Name, Namespace: muNamespace},
@@ -150,6 +180,15 @@ func muPolicyUserClient(ctx context.Context, t testing.TB, c *framework.Cluster)
 		t.Fatal(err)
 	}
 	return client
+}
+
+// muLabelledDaemonSet returns a busybox DaemonSet in kube-mount whose pods carry
+// labels.
+func muLabelledDaemonSet(name string, labels map[string]string) *appsv1.DaemonSet {
+	pod := muKubeMountPod(name, labels)
+	return &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: muNamespace},
+		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: pod.Spec}}}
 }
 
 // muKubeMountPod returns a busybox pod in kube-mount on no particular node.
