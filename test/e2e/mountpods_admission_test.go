@@ -186,6 +186,7 @@ func muPolicyUserClient(ctx context.Context, t testing.TB, c *framework.Cluster)
 // labels.
 func muLabelledDaemonSet(name string, labels map[string]string) *appsv1.DaemonSet {
 	pod := muKubeMountPod(name, labels)
+	pod.Spec.RestartPolicy = corev1.RestartPolicyAlways
 	return &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: muNamespace},
 		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: pod.Spec}}}
