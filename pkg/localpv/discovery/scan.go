@@ -88,16 +88,17 @@ func (s *Scanner) ScanClass(spec ClassSpec, mountPoints map[string]bool, sizes b
 		if !config.MatchName(spec.NamePattern, d.Name()) {
 			continue
 		}
-		e := s.classify(spec, filepath.Join(spec.MountDir, d.Name()), mountPoints)
+		p := filepath.Join(spec.MountDir, d.Name())
+		e, dev := s.classify(spec, p, mountPoints)
 		e.Name = d.Name()
 		if e.Skip == "" && sizes {
-			e.Capacity, err = s.capacity(filepath.Join(spec.MountDir, d.Name()), e.Kind)
+			e.Capacity, dev, err = s.capacity(e.Kind, p, dev)
 			if err != nil {
 				e.Kind, e.Skip = "", SkipUnreadable
 			} else if e.Capacity <= 0 {
 				e.Kind, e.Skip = "", SkipZeroCapacity
 			} else {
-				s.identify(&e, filepath.Join(spec.MountDir, d.Name()))
+				s.identify(&e, p, dev)
 			}
 		}
 		out = append(out, e)
@@ -105,46 +106,49 @@ func (s *Scanner) ScanClass(spec ClassSpec, mountPoints map[string]bool, sizes b
 	return out, nil
 }
 
-func (s *Scanner) classify(spec ClassSpec, p string, mountPoints map[string]bool) Entry {
+// classify says what the entry at p is; for a symlink to a block device it
+// also returns the device it resolves to, so that it is resolved once.
+func (s *Scanner) classify(spec ClassSpec, p string, mountPoints map[string]bool) (Entry, string) {
 	fi, err := os.Lstat(p)
 	if err != nil {
-		return Entry{Skip: SkipUnreadable}
+		return Entry{Skip: SkipUnreadable}, ""
 	}
 	mode := fi.Mode()
 	switch {
 	case mode.IsDir():
 		if spec.VolumeMode == config.VolumeModeBlock {
-			return Entry{Skip: SkipDirectory}
+			return Entry{Skip: SkipDirectory}, ""
 		}
 		if !mountPoints[p] {
-			return Entry{Skip: SkipNotMountPoint}
+			return Entry{Skip: SkipNotMountPoint}, ""
 		}
-		return Entry{Kind: report.KindDirectory}
+		return Entry{Kind: report.KindDirectory}, ""
 	case mode&fs.ModeSymlink != 0:
 		if !spec.Devices {
-			return Entry{Skip: SkipSymlink}
+			return Entry{Skip: SkipSymlink}, ""
 		}
-		if _, err := s.resolveDevice(p); err != nil {
-			return Entry{Skip: SkipNotBlockDevice}
+		dev, err := s.resolveDevice(p)
+		if err != nil {
+			return Entry{Skip: SkipNotBlockDevice}, ""
 		}
-		return Entry{Kind: report.KindBlock}
+		return Entry{Kind: report.KindBlock}, dev
 	case mode&fs.ModeDevice != 0 && mode&fs.ModeCharDevice == 0:
 		if !spec.Devices {
-			return Entry{Skip: SkipDevice}
+			return Entry{Skip: SkipDevice}, ""
 		}
-		return Entry{Kind: report.KindBlock}
+		return Entry{Kind: report.KindBlock}, ""
 	}
-	return Entry{Skip: SkipUnsupported}
+	return Entry{Skip: SkipUnsupported}, ""
 }
 
 // identify fills the identity of a publishable entry at p: a directory's
 // file system and file handle, a block entry's device.
-func (s *Scanner) identify(e *Entry, p string) {
+func (s *Scanner) identify(e *Entry, p, dev string) {
 	if e.Kind == report.KindDirectory {
 		e.ID, e.IDErr = identity.Directory(p)
 		return
 	}
-	e.ID, e.Dev, e.IDErr = s.deviceIdentity(p)
+	e.ID, e.Dev, e.IDErr = s.identityOf(dev)
 }
 
 // deviceIdentity resolves a block entry or held path to its device, and
@@ -155,6 +159,11 @@ func (s *Scanner) deviceIdentity(p string) (identity.ID, string, error) {
 	if err != nil {
 		return "", "", err
 	}
+	return s.identityOf(dev)
+}
+
+// identityOf returns the identity and kernel name of a resolved device node.
+func (s *Scanner) identityOf(dev string) (identity.ID, string, error) {
 	id, name, err := identity.Device(s.sysDir(), dev)
 	if err == nil && id == "" {
 		err = fmt.Errorf("device %s reports no identity (no WWN, serial or backing file)", name)
@@ -185,19 +194,24 @@ func (s *Scanner) resolveDevice(p string) (string, error) {
 // ResolveDevice is exported for the cleanup Job, which applies the same rule.
 func (s *Scanner) ResolveDevice(p string) (string, error) { return s.resolveDevice(p) }
 
-func (s *Scanner) capacity(p string, kind report.VolumeKind) (int64, error) {
+// capacity returns an entry's size and, for a block entry, the device it
+// resolves to (dev when classify resolved it already).
+func (s *Scanner) capacity(kind report.VolumeKind, p, dev string) (int64, string, error) {
 	if kind == report.KindDirectory {
 		var st unix.Statfs_t
 		if err := unix.Statfs(p, &st); err != nil {
-			return 0, fmt.Errorf("failed to statfs %s: %w", p, err)
+			return 0, "", fmt.Errorf("failed to statfs %s: %w", p, err)
 		}
-		return int64(st.Blocks) * st.Bsize, nil
+		return int64(st.Blocks) * st.Bsize, "", nil
 	}
-	dev, err := s.resolveDevice(p)
-	if err != nil {
-		return 0, err
+	if dev == "" {
+		var err error
+		if dev, err = s.resolveDevice(p); err != nil {
+			return 0, "", err
+		}
 	}
-	return s.deviceSize(dev)
+	size, err := s.deviceSize(dev)
+	return size, dev, err
 }
 
 // deviceSize reads the size of a block device from sysfs, which needs no
