@@ -23,10 +23,6 @@ import (
 // class fast on node a at hostPath.
 func pathDiskID(hostPath string) identity.ID { return testDiskID("a", "fast", filepath.Base(hostPath)) }
 
-// recordDiskIDs is kept for the tests that name it: the master records the
-// reported identity of every disk it publishes.
-func recordDiskIDs(*fixture) {}
-
 // forgetDiskID removes the recorded identity of a PV, as on a PV
 // published before identities were recorded whose disk never came back.
 func (f *fixture) forgetDiskID(name string) {

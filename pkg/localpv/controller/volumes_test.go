@@ -25,7 +25,6 @@ const vol1 = "/mnt/fast/vol1"
 func released(t *testing.T, extra map[string]string, policy v1.PersistentVolumeReclaimPolicy) (*fixture, string) {
 	t.Helper()
 	f := newFixture(t, extra, newNode("a", nil), newClass("fast", policy), newClass("blk", policy))
-	recordDiskIDs(f)
 	f.discover("a", fsReport("a", "vol1"))
 	name := naming.PVName("a", vol1)
 	if f.pv(name) == nil {
@@ -61,7 +60,6 @@ func TestReleasedPVGetsPinnedCleanupJob(t *testing.T) {
 
 func TestBlockCleanupRunsConfiguredCommandPrivileged(t *testing.T) {
 	f := newFixture(t, nil, newNode("a", nil), newClass("blk", v1.PersistentVolumeReclaimDelete))
-	recordDiskIDs(f)
 	r := fsReport("a")
 	r.Classes[1].Volumes = []report.Volume{{Name: "sdb", Kind: report.KindBlock, Capacity: 1 << 30}}
 	f.discover("a", r)
@@ -293,7 +291,6 @@ func TestDeletedNode(t *testing.T) {
 				extra[config.KeyDeleteUnboundPVsOfDeletedNodes] = "true"
 			}
 			f := newFixture(t, extra, newNode("a", nil), newNode("b", nil), newClass("fast", v1.PersistentVolumeReclaimDelete))
-			recordDiskIDs(f)
 			for _, n := range []string{"a", "b"} {
 				u, err := v1alpha1.ToUnstructured(&v1alpha1.NodeDiskState{ObjectMeta: metav1.ObjectMeta{Name: n},
 					Spec: v1alpha1.NodeDiskStateSpec{NodeName: n, Digest: strings.Repeat("a", 64)}})
@@ -336,7 +333,6 @@ func TestDeletedNode(t *testing.T) {
 
 func TestPVDeletionAndFinalizer(t *testing.T) {
 	f := newFixture(t, nil, newNode("a", nil), newClass("fast", v1.PersistentVolumeReclaimDelete))
-	recordDiskIDs(f)
 	f.discover("a", fsReport("a", "unused", "used"))
 	for _, p := range []string{"unused", "used"} {
 		pv := f.pv(naming.PVName("a", "/mnt/fast/"+p))
