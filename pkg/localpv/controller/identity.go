@@ -38,6 +38,8 @@ type takenDisks struct {
 	unresolved []string
 	// unwiped are the disks of PVs dropped without a wipe.
 	unwiped map[string]unwiped.Disk
+	// at holds the master's PVs at each reported path, looked up once.
+	at map[string][]*v1.PersistentVolume
 }
 
 // unwipedFor returns the remembered unwiped disk a volume's disk is.
@@ -74,7 +76,7 @@ func (t *takenDisks) add(v validation.Volume, who string) {
 // master's PVs on the node record, the devices behind the reported paths
 // that keep their PV, and what the other local PVs' paths lead to.
 func (c *controller) takenOn(ctx context.Context, node *v1.Node, res *validation.Result, held []report.Held) (*takenDisks, error) {
-	t := &takenDisks{ids: map[identity.ID]string{}, devs: map[string]string{}}
+	t := &takenDisks{ids: map[identity.ID]string{}, devs: map[string]string{}, at: map[string][]*v1.PersistentVolume{}}
 	var err error
 	if t.unwiped, err = c.unwiped.Load(ctx); err != nil {
 		return nil, err
@@ -93,6 +95,7 @@ func (c *controller) takenOn(ctx context.Context, node *v1.Node, res *validation
 		if err != nil {
 			return nil, err
 		}
+		t.at[v.HostPath] = at
 		for _, pv := range at {
 			if identity.Compare(diskOf(pv), v.Volume.ID) != identity.Different && v.Volume.Dev != "" {
 				t.devs[v.Volume.Dev] = "PV " + pv.Name

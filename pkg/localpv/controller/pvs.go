@@ -57,11 +57,7 @@ func (c *controller) reconcileNode(ctx context.Context, node *v1.Node, res *vali
 // succeeded. A disk is matched by what it is (its identity), not by its path.
 func (c *controller) publish(ctx context.Context, node *v1.Node, hostname string, v validation.Volume, taken *takenDisks) error {
 	logger := klog.FromContext(ctx)
-	pvs, err := c.pvsAt(node.Name, v.HostPath)
-	if err != nil {
-		return err
-	}
-	if done, err := c.matchPath(ctx, node, v, pvs); done || err != nil {
+	if done, err := c.matchPath(ctx, node, v, taken.at[v.HostPath]); done || err != nil {
 		return err
 	}
 	cur := machineOf(node)
