@@ -191,6 +191,7 @@ main() {
   stop kubelet
   stop_containers
   stop_nodes
+  stop sshd
   stop kube-controller-manager
   stop kube-scheduler
   stop kube-apiserver

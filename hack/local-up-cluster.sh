@@ -12,7 +12,8 @@
 # control plane on the host; NODES=1 (the default) runs the node on the host.
 #
 # Environment: NODES, NODE_NAME, KUBELET_EXTRA_FLAGS, KCM_EXTRA_FLAGS,
-# SKIP_BUILD=1 (reuse ${BIN_DIR}), LOCAL_UP_DIR.
+# SKIP_BUILD=1 (reuse ${BIN_DIR}), LOCAL_UP_DIR, LOCAL_UP_SSH=false (no SSH
+# servers in a multi-node cluster).
 set -o errexit -o nounset -o pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
@@ -23,6 +24,7 @@ source "${NODEPLUG_ROOT}/hack/lib/pki.sh"
 source "${NODEPLUG_ROOT}/hack/lib/images.sh"
 source "${NODEPLUG_ROOT}/hack/lib/netfilter.sh"
 source "${NODEPLUG_ROOT}/hack/lib/nodes.sh"
+source "${NODEPLUG_ROOT}/hack/lib/node-services.sh"
 
 export KUBECONFIG=${LOCAL_UP_DIR}/pki/admin.kubeconfig
 kubectl() { "${BIN_DIR}/kubectl" "$@"; }
@@ -96,22 +98,21 @@ MSG
 up_nodes() {
   local started=$1 i jobs=() names=() nodes=()
   mkdir -p "${NODES_DIR}"
+  NODES_KUBELET_PATH=$(np::cluster::kubelet_path)
+  np::ssh::keys
   for ((i = 1; i <= NODES; i++)); do
     np::nodes::write_configs "${i}"
+    np::services::write "${i}"
     names+=("$(np::nodes::name "${i}")")
     nodes+=("node/$(np::nodes::name "${i}")")
   done
-  NODES_KUBELET_PATH=$(np::cluster::kubelet_path)
   local launched=${SECONDS}
   np::nodes::host_setup
   for ((i = 1; i <= NODES; i++)); do
     (
       set -o errexit
       np::nodes::create "${i}" "${NODES}"
-      np::nodes::start_containerd "${i}"
-      np::nodes::await_containerd "${i}"
-      np::nodes::start_kubelet "${i}"
-      np::nodes::start_kube_proxy "${i}"
+      np::nodes::start_services "${i}"
       np::nodes::import "${i}"
     ) &
     jobs+=($!)
@@ -121,6 +122,7 @@ up_nodes() {
   mount_pod_rbac
   np::cluster::start_scheduler
   np::cluster::start_controller_manager
+  np::ssh::start_control_plane
   wait_jobs "creating and starting the nodes (namespaces, containerd, kubelet, kube-proxy, images)" "${jobs[@]}"
   np::log "images imported into every node"
   for ((i = 1; i <= NODES; i++)); do
@@ -135,12 +137,21 @@ up_nodes() {
   np::wait_for 60 "default service account" kubectl get serviceaccount default ||
     np::die "the default service account was not created" "see ${LOCAL_UP_DIR}/logs/kube-controller-manager.log"
   smoke_pods "${names[@]}"
+  for ((i = 1; i <= NODES; i++)); do
+    np::ssh::await "$(np::nodes::ip "${i}")" "$(np::nodes::name "${i}")"
+  done
+  ! np::cluster::alive sshd || np::ssh::await 127.0.0.1 control-plane
   cat <<MSG
 
 Local cluster is up with ${NODES} nodes (${names[*]}; all Ready ${ready} s after launch, $((SECONDS - started)) s in all).
   export KUBECONFIG=${KUBECONFIG}
   export PATH=${BIN_DIR}:\$PATH
 Logs: ${LOCAL_UP_DIR}/logs   Stop it with: make local-down
+MSG
+  [[ "${LOCAL_UP_SSH}" == false ]] || cat <<MSG
+SSH (as upstream's e2e framework reaches the nodes; the control plane is 127.0.0.1):
+  export KUBE_SSH_KEY_PATH=${SSH_DIR}/id_ed25519 KUBE_SSH_USER=root
+  ssh -i ${SSH_DIR}/id_ed25519 -o UserKnownHostsFile=${SSH_DIR}/known_hosts root@$(np::nodes::ip 1) systemctl status kubelet
 MSG
   echo "${ready}" >"${LOCAL_UP_DIR}/node-ready-seconds"
 }

@@ -51,7 +51,7 @@ np::cluster::pid() {
   local pid
   pid=$(cat "${LOCAL_UP_DIR}/pids/$1" 2>/dev/null) || return 1
   [[ "${pid}" =~ ^[0-9]+$ ]] || return 1
-  tr '\0' ' ' <"/proc/${pid}/cmdline" 2>/dev/null | grep -qF "${LOCAL_UP_DIR}" || return 1
+  tr '\0' ' ' 2>/dev/null <"/proc/${pid}/cmdline" | grep -qF "${LOCAL_UP_DIR}" || return 1
   echo "${pid}"
 }
 

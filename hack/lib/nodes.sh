@@ -20,10 +20,15 @@ NODES_DIR=${LOCAL_UP_DIR}/nodes
 # What each node mounts over upstream's default paths in its own mount
 # namespace: "<directory in the node's dir>:<path in the node>". /run holds
 # the node's runtime state (containerd's shims, runc, the pods' network
-# namespaces in /run/netns), so that none of it lands in the host's /run.
+# namespaces in /run/netns, the service manager's units), so that none of
+# it lands in the host's /run. /mnt is the node's own, so that local disks
+# (deploy/local-volume-provisioner's /mnt/fast-disks and /mnt/block-disks,
+# the e2e tier's /mnt/disks) are a node's, never the host's. /usr/local/sbin
+# holds the node's service manager, systemctl (hack/lib/node-services.sh).
+# /etc/hosts is the host's with the node's own name added (sudo resolves it).
 NODE_MOUNTS=(kubelet:/var/lib/kubelet
   flexvolume:/usr/libexec/kubernetes/kubelet-plugins/volume/exec
-  disks:/mnt/disks tmp:/tmp run:/run)
+  mnt:/mnt tmp:/tmp run:/run sbin:/usr/local/sbin hosts:/etc/hosts)
 
 # np::nodes::hidden_paths: prints, one per line and outer first, those of
 # the cluster dir and the binary dir that lie under a path a node mounts
@@ -95,7 +100,9 @@ np::nodes::mkdir_host() {
 np::nodes::write_configs() {
   local i=$1 name dir ip pki=${LOCAL_UP_DIR}/pki
   name=$(np::nodes::name "${i}") dir=$(np::nodes::dir "${i}") ip=$(np::nodes::ip "${i}")
-  mkdir -p "${dir}"/{cni,pod-logs,containerd} "${dir}"/{kubelet,flexvolume,disks,tmp,run}
+  mkdir -p "${dir}"/{cni,pod-logs,containerd} "${dir}"/{kubelet,flexvolume,mnt/disks,tmp,run,sbin}
+  ln -sfn "${BIN_DIR}/systemctl" "${dir}/sbin/systemctl"
+  { cat /etc/hosts; echo "${ip} ${name}"; } >"${dir}/hosts"
   chmod 1777 "${dir}/tmp"
   echo "${i}" >"${dir}/index"
   echo "${name}" >"${dir}/name"
@@ -231,11 +238,11 @@ np::nodes::setup_inside() {
     exec {fd}<&-
   done
   exec {dir_fd}<&-
-  # Shared, for Bidirectional and HostToContainer propagation (the mount
-  # pods' kubelet root dir; the local PV watcher's disks). Peers stay in the
-  # node: its namespace was made with private propagation.
-  mount --make-rshared /var/lib/kubelet
-  mount --make-rshared /mnt/disks
+  # Every mount shared, as systemd makes a real node's root: Bidirectional
+  # and HostToContainer propagation work below any path (the mount pods'
+  # kubelet root dir, a local PV class directory anywhere). Peers stay in
+  # the node: its namespace was made with private propagation.
+  mount --make-rshared /
   ip link set lo up
   ip addr add "${ip}/24" dev eth0
   ip link set eth0 up
@@ -275,30 +282,15 @@ np::nodes::create() {
   np::log "created node ${name} (init pid ${init}, ip ${ip}, pods $(np::nodes::pod_cidr "${i}"))"
 }
 
-# np::nodes::start I NAME COMMAND...: runs COMMAND in node I's namespaces in
-# the background, as np::cluster::start does on the host, and records the
-# PID of COMMAND itself (not of nsenter, which would not pass SIGTERM on).
-np::nodes::start() {
-  local i=$1 name=$2 nsenter_pid pid k init
-  shift 2
-  init=$(np::nodes::init_pid "${i}") || np::die "node $(np::nodes::name "${i}") is not running"
-  nsenter --target "${init}" --mount --net --uts --pid -- "$@" >"${LOCAL_UP_DIR}/logs/${name}.log" 2>&1 &
-  nsenter_pid=$!
-  echo "${nsenter_pid}" >"${LOCAL_UP_DIR}/pids/${name}"
-  for ((k = 0; k < 200; k++)); do
-    pid=$(pgrep -P "${nsenter_pid}" || true)
-    [[ -n "${pid}" && "$(readlink "/proc/${pid}/exe" 2>/dev/null)" != "$(readlink /proc/${nsenter_pid}/exe 2>/dev/null)" ]] && break
-    pid=""
-    sleep 0.05
-  done
-  [[ -n "${pid}" ]] && echo "${pid}" >"${LOCAL_UP_DIR}/pids/${name}"
-  np::log "started ${name} (pid ${pid:-${nsenter_pid}}), log ${LOCAL_UP_DIR}/logs/${name}.log"
-}
-
-np::nodes::start_containerd() {
-  local name
-  name=$(np::nodes::name "$1")
-  np::nodes::start "$1" "containerd-${name}" containerd --config "$(np::nodes::dir "$1")/containerd.toml"
+# np::nodes::start_services I: node I's units (hack/lib/node-services.sh)
+# started in order: containerd (awaited), kubelet, kube-proxy, and sshd.
+np::nodes::start_services() {
+  np::services::host_proc "$1"
+  np::services::start "$1" containerd
+  np::nodes::await_containerd "$1"
+  np::services::start "$1" kubelet
+  np::services::start "$1" kube-proxy
+  [[ "${LOCAL_UP_SSH}" == false ]] || np::services::start "$1" ssh
 }
 
 np::nodes::await_containerd() {
@@ -314,23 +306,6 @@ np::nodes::import() {
     ctr --address "$(np::nodes::sock "$1")" -n k8s.io images import --no-unpack=false "${f}" >/dev/null ||
       np::die "importing ${f} into node $(np::nodes::name "$1")'s containerd failed"
   done
-}
-
-np::nodes::start_kubelet() {
-  local i=$1 name dir
-  name=$(np::nodes::name "${i}") dir=$(np::nodes::dir "${i}")
-  # Once for all nodes: it recreates the directory of links it names.
-  [[ -n "${NODES_KUBELET_PATH:-}" ]] || NODES_KUBELET_PATH=$(np::cluster::kubelet_path)
-  # shellcheck disable=SC2086 # KUBELET_EXTRA_FLAGS is a list of flags.
-  np::nodes::start "${i}" "kubelet-${name}" env PATH="${NODES_KUBELET_PATH}" "${BIN_DIR}/kubelet" --config "${dir}/kubelet.yaml" \
-    --kubeconfig "${dir}/kubelet.kubeconfig" --hostname-override "${name}" \
-    --node-ip "$(np::nodes::ip "${i}")" ${KUBELET_EXTRA_FLAGS}
-}
-
-np::nodes::start_kube_proxy() {
-  local name
-  name=$(np::nodes::name "$1")
-  np::nodes::start "$1" "kube-proxy-${name}" "${BIN_DIR}/kube-proxy" --config "$(np::nodes::dir "$1")/kube-proxy.yaml"
 }
 
 # np::nodes::await_healthz I COMPONENT PORT: waits for COMPONENT's /healthz

@@ -4,7 +4,7 @@
 # e2fsprogs, util-linux and mount also provide the host tools copied into the
 # mount-utilities image (build/mount-utilities/host-binaries).
 APT_PACKAGES=(jq containerd runc busybox-static openssl socat conntrack iptables ethtool iproute2
-  containernetworking-plugins e2fsprogs util-linux mount curl)
+  containernetworking-plugins e2fsprogs util-linux mount curl openssh-server openssh-client sudo)
 
 np::preflight::root() {
   [[ ${EUID} -eq 0 ]] || np::die "the local cluster needs root (mounts, cgroups, containerd)" "run it with sudo"
@@ -21,9 +21,17 @@ np::preflight::apt() {
     "install these packages with your package manager"
   apt-get update -qq >"${OUT_DIR}/apt.log" 2>&1 ||
     np::die "apt-get update failed (see ${OUT_DIR}/apt.log)" "check that Debian's mirror is reachable"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >>"${OUT_DIR}/apt.log" 2>&1 ||
-    np::die "apt-get install failed for: ${missing[*]} (see ${OUT_DIR}/apt.log)" \
-      "run: apt-get install ${missing[*]}"
+  # No service a package ships is started on the host (openssh-server's
+  # sshd would listen on every address): a policy-rc.d that denies every
+  # start, for the install only, unless the host has one of its own.
+  local policy=/usr/sbin/policy-rc.d ours=false rc=0
+  if [[ ! -e "${policy}" ]]; then
+    printf '#!/bin/sh\nexit 101\n' >"${policy}" && chmod 755 "${policy}" && ours=true
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >>"${OUT_DIR}/apt.log" 2>&1 || rc=$?
+  [[ "${ours}" == false ]] || rm -f "${policy}"
+  ((rc == 0)) || np::die "apt-get install failed for: ${missing[*]} (see ${OUT_DIR}/apt.log)" \
+    "run: apt-get install ${missing[*]}"
 }
 
 # np::preflight::load_fuse makes sure /dev/fuse exists, loading the fuse

@@ -31,7 +31,7 @@ const (
 var nodeMounts = []struct{ inNode, sub string }{
 	{KubeletRootDir, "kubelet"},
 	{FlexDir, "flexvolume"},
-	{DisksDir, "disks"},
+	{"/mnt", "mnt"},
 	{"/tmp", "tmp"},
 	{"/run", "run"},
 }
