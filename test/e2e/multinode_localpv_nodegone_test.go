@@ -152,6 +152,14 @@ func claimOf(ctx context.Context, t *testing.T, c *framework.Cluster, name strin
 // registers the Node anew. It returns when the Node was deleted.
 func deleteNode(ctx context.Context, t *testing.T, c *framework.Cluster, n *framework.Node) time.Time {
 	t.Helper()
+	if n.HasServiceManager() {
+		serviceJob(ctx, t, c, n, "kubelet", "stop")
+		t.Cleanup(func() { serviceJob(context.Background(), t, c, n, "kubelet", "start") })
+		if _, err := c.Kubectl(ctx, "delete", "node", n.Name, "--wait", "--timeout=60s"); err != nil {
+			t.Fatal(err)
+		}
+		return time.Now()
+	}
 	pidFile := n.PIDFile("kubelet")
 	raw, err := os.ReadFile(pidFile)
 	if err != nil {

@@ -72,6 +72,20 @@ func restartComponentOn(ctx context.Context, tb testing.TB, c *framework.Cluster
 	if edit != nil {
 		edited = edit(argv)
 	}
+	if onNode && n.HasServiceManager() {
+		// As an operator does on a node: an override of the unit's
+		// command, and systemctl restart.
+		if edit != nil {
+			setServiceCommand(tb, n, name, edited)
+		}
+		serviceJob(ctx, tb, c, n, name, "restart")
+		return func() {
+			if edit != nil {
+				setServiceCommand(tb, n, name, nil)
+			}
+			serviceJob(ctx, tb, c, n, name, "restart")
+		}
+	}
 	restartAs(ctx, tb, c, n, name, pidFile, pid, edited, env)
 	return func() {
 		raw, err := os.ReadFile(pidFile)
@@ -87,6 +101,26 @@ func restartAs(ctx context.Context, tb testing.TB, c *framework.Cluster, n *fram
 	tb.Helper()
 	stopPID(ctx, tb, name, pid)
 	startAs(ctx, tb, c, n, name, pidFile, argv, env)
+}
+
+func setServiceCommand(tb testing.TB, n *framework.Node, unit string, argv []string) {
+	tb.Helper()
+	if err := n.SetServiceCommand(unit, argv); err != nil {
+		tb.Fatalf("override the command of %s on node %s: %v", unit, n.Name, err)
+	}
+}
+
+// serviceJob runs systemctl JOB (start, stop, restart) of a node's unit,
+// and after a start waits until the component is healthy and its Node
+// Ready.
+func serviceJob(ctx context.Context, tb testing.TB, c *framework.Cluster, n *framework.Node, unit, job string) {
+	tb.Helper()
+	if _, err := n.Systemctl(ctx, job, unit); err != nil {
+		tb.Fatal(err)
+	}
+	if job != "stop" {
+		awaitHealthy(ctx, tb, c, n, unit, true)
+	}
 }
 
 // stopPID stops the component with pid as a service manager's stop does.
@@ -137,6 +171,13 @@ func startAs(ctx context.Context, tb testing.TB, c *framework.Cluster, n *framew
 	if err := os.WriteFile(pidFile, fmt.Appendf(nil, "%d\n", newPID), 0o644); err != nil {
 		tb.Fatal(err)
 	}
+	awaitHealthy(ctx, tb, c, n, name, onNode)
+}
+
+// awaitHealthy waits until the component answers its health check, and
+// for the kubelet, until its Node is Ready.
+func awaitHealthy(ctx context.Context, tb testing.TB, c *framework.Cluster, n *framework.Node, name string, onNode bool) {
+	tb.Helper()
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(context.Context) (bool, error) {
 		return healthy(ctx, n, name, onNode), nil
 	}); err != nil {
