@@ -83,17 +83,24 @@ np::e2e_upstream::mount_utilities() {
   np::log "mount utilities Ready on every node"
 }
 
-# np::e2e_upstream::summary REPORT: the counts of ginkgo's JSON REPORT:
+# np::e2e_upstream::summary REPORT...: the counts of ginkgo's JSON REPORTs
+# (those that exist):
 # the specs the focus and skip select, and of those how many passed,
 # failed, and skipped themselves (upstream's specs skip when the cluster
 # lacks what they need), then the closing line "N passed, N failed, N
 # skipped"; the failed and skipped specs with the reason are in
 # ${RESULTS}/specs.txt.
 np::e2e_upstream::summary() {
-  python3 - "$1" "$(dirname "$1")/specs.txt" <<'PY'
-import collections, json, sys
+  python3 - "$(dirname "$1")/specs.txt" "$@" <<'PY'
+import collections, json, os, sys
 counts, lines = collections.Counter(), []
-for suite in json.load(open(sys.argv[1])):
+suites = []
+for report in sys.argv[2:]:
+    if os.path.exists(report):
+        suites += json.load(open(report))
+if not suites:
+    sys.exit(1)
+for suite in suites:
     for spec in suite.get("SpecReports") or []:
         if spec.get("LeafNodeType") != "It":
             continue
@@ -104,9 +111,9 @@ for suite in json.load(open(sys.argv[1])):
         counts[state] += 1
         name = " ".join(spec.get("ContainerHierarchyTexts") or []) + " " + spec.get("LeafNodeText", "")
         lines.append(f"{state}\t{name}\t{msg.splitlines()[0] if msg else ''}")
-open(sys.argv[2], "w").write("\n".join(sorted(lines)) + "\n")
+open(sys.argv[1], "w").write("\n".join(sorted(lines)) + "\n")
 total = sum(counts.values())
-print(f"specs selected: {total}; details in {sys.argv[2]}")
+print(f"specs selected: {total}; details in {sys.argv[1]}")
 print(f"e2e-upstream: {counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped")
 PY
 }

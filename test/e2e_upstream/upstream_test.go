@@ -1,7 +1,8 @@
 //go:build e2e_upstream
 
 // Package e2eupstream runs upstream Kubernetes' own e2e storage specs
-// (k8s.io/kubernetes/test/e2e/storage, at the version go.mod pins) against
+// (k8s.io/kubernetes/test/e2e/storage and test/e2e/common/storage, at the
+// version go.mod pins) against
 // a running cluster. Only the storage specs are linked in, so the test
 // binary builds in a fraction of the time of upstream's e2e.test.
 // hack/e2e-upstream.sh builds it, brings up the cluster and chooses the
@@ -27,6 +28,10 @@ import (
 	// sig-storage; external adds -storage.testdriver.
 	_ "k8s.io/kubernetes/test/e2e/storage"
 	_ "k8s.io/kubernetes/test/e2e/storage/external"
+	// ConfigMap, Secrets, Projected, Downward API, EmptyDir and HostPath
+	// volumes: the kubelet's own volume plugins, with nodeplug's
+	// injections in.
+	_ "k8s.io/kubernetes/test/e2e/common/storage"
 
 	// Dumps of the namespace's events and pods when a spec fails.
 	_ "k8s.io/kubernetes/test/e2e/framework/debug/init"
