@@ -23,6 +23,7 @@ export KUBELET_HIDDEN_UTILITIES=${KUBELET_HIDDEN_UTILITIES-"mkfs* mke2fs fsck* e
 export KCM_EXTRA_FLAGS=${KCM_EXTRA_FLAGS-"--experimental-flexvolume-discovery --experimental-mount-namespace=kube-mount --experimental-mount-pod-driver-dir=${LOCAL_UP_DIR}/kcm-mount-pod-drivers"}
 source "${NODEPLUG_ROOT}/hack/lib/cluster.sh"
 source "${NODEPLUG_ROOT}/hack/lib/images.sh"
+source "${NODEPLUG_ROOT}/hack/lib/preflight.sh"
 source "${NODEPLUG_ROOT}/hack/lib/nodes.sh"
 source "${NODEPLUG_ROOT}/hack/lib/e2e-upstream.sh"
 
@@ -79,6 +80,9 @@ fi
 built=$((SECONDS - started))
 rm -rf "${RESULTS}"
 mkdir -p "${RESULTS}"
+# The images take programs from the host's packages: install them first.
+np::preflight::root
+np::preflight::apt
 np::e2e_upstream::build_images "${RESULTS}/images"
 
 trap teardown EXIT

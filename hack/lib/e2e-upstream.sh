@@ -3,9 +3,10 @@
 # storage specs (test/e2e_upstream), the images those specs run, under the
 # names upstream gives them (hack/tools/e2eimages), and their import into
 # every node's containerd. No registry: agnhost is built from the pinned
-# k8s.io/kubernetes module, busybox is the host's busybox-static, pause is
-# nodeplug's (build/pause). Source after init.sh, cluster.sh, images.sh and
-# nodes.sh.
+# k8s.io/kubernetes module and given the host's tools, nginx is Debian's,
+# busybox is the host's busybox-static, pause is nodeplug's (build/pause);
+# build/e2e-images has the recipes. Source after init.sh, cluster.sh,
+# images.sh and nodes.sh.
 
 E2E_UPSTREAM_TEST=${BIN_DIR}/e2e-upstream.test
 
@@ -32,29 +33,75 @@ np::e2e_upstream::image_ref() {
   echo "${ref}"
 }
 
-# np::e2e_upstream::build_images DIR: DIR/{agnhost,busybox,nginx,pause}.tar.
-# agnhost gets busybox's applets in /bin and the host's util-linux nsenter
-# in /usr/bin, ahead in PATH, as upstream's image has util-linux's: its
-# host-exec pods run "nsenter --mount=... -- sh -c CMD", and busybox's
-# nsenter would run its own sh and applets (its losetup cannot list loop
-# devices) instead of the node's.
+# np::e2e_upstream::build_images DIR: DIR/{agnhost,busybox,nginx,pause}.tar
+# (build/e2e-images/README.md says what is in them).
 np::e2e_upstream::build_images() {
-  local dir=$1 bb nsenter out
+  local dir=$1 bb
   mkdir -p "${dir}"
   mapfile -t bb < <(np::images::busybox_args)
-  out=$(np::images::host_binary_args /usr/bin/nsenter) || np::die "util-linux's nsenter is missing" "apt-get install util-linux"
-  mapfile -t nsenter <<<"${out}"
-  "${BIN_DIR}/mkimage" -o "${dir}/agnhost.tar" -name "$(np::e2e_upstream::image_ref agnhost)" "${bb[@]}" "${nsenter[@]}" \
-    -file "/agnhost=${BIN_DIR}/agnhost:0755" -link /agnhost-2=agnhost -dir /uploads \
-    -entrypoint /agnhost -cmd pause || np::die "building the agnhost image failed"
+  np::e2e_upstream::build_agnhost "${dir}" "${bb[@]}"
+  np::e2e_upstream::build_nginx "${dir}" "${bb[@]}"
   "${BIN_DIR}/mkimage" -o "${dir}/busybox.tar" -name "$(np::e2e_upstream::image_ref busybox)" "${bb[@]}" \
     -cmd sh || np::die "building the busybox image failed"
-  # Not nginx: the one selected spec that names this image (volumes "should
-  # allow exec of files on the volume") runs /bin/sh, chmod and ls in it.
-  "${BIN_DIR}/mkimage" -o "${dir}/nginx.tar" -name "$(np::e2e_upstream::image_ref nginx)" "${bb[@]}" \
-    -cmd sh || np::die "building the image named nginx failed"
   "${BIN_DIR}/mkimage" -o "${dir}/pause.tar" -name "$(np::e2e_upstream::image_ref pause)" \
     -file "/pause=${BIN_DIR}/pause:0755" -entrypoint /pause || np::die "building the pause image failed"
+}
+
+# np::e2e_upstream::build_agnhost DIR BUSYBOX_ARGS...: DIR/agnhost.tar, with
+# the programs of build/e2e-images/agnhost/host-packages in /usr ahead of
+# busybox's applets in /bin in PATH, as upstream's image has the real
+# tools: its host-exec pods run "nsenter --mount=... -- sh -c CMD", and
+# busybox's nsenter would run its own sh and applets (its losetup cannot
+# list loop devices) instead of the node's; HostPathType Socket runs
+# "nc -lU", which busybox's nc lacks.
+np::e2e_upstream::build_agnhost() {
+  local dir=$1 pkgs out bins tools args
+  shift
+  mapfile -t pkgs < <(grep -v '^#' "${NODEPLUG_ROOT}/build/e2e-images/agnhost/host-packages")
+  out=$(np::images::package_binaries "${pkgs[@]}") ||
+    np::die "listing the agnhost image's host programs failed" "see the error above"
+  mapfile -t bins <<<"${out}"
+  out=$(np::images::host_binary_args "${bins[@]}") || np::die "collecting the agnhost image's host programs failed"
+  mapfile -t tools <<<"${out}"
+  mapfile -t args < <(np::images::recipe e2e-images/agnhost)
+  "${BIN_DIR}/mkimage" -o "${dir}/agnhost.tar" -name "$(np::e2e_upstream::image_ref agnhost)" \
+    "$@" "${tools[@]}" "${args[@]}" || np::die "building the agnhost image failed" "see build/e2e-images/README.md"
+}
+
+# np::e2e_upstream::build_nginx DIR BUSYBOX_ARGS...: DIR/nginx.tar with
+# Debian's nginx, unpacked (never installed) from the package
+# np::e2e_upstream::nginx_deb fetches.
+np::e2e_upstream::build_nginx() {
+  local dir=$1 deb stage=${1}/nginx-deb out libs args
+  shift
+  deb=$(np::e2e_upstream::nginx_deb) || exit 1
+  rm -rf "${stage}"
+  dpkg-deb -x "${deb}" "${stage}" || np::die "unpacking ${deb} failed" "remove it; the next run fetches it again"
+  out=$(np::images::library_args "${stage}/usr/sbin/nginx") || np::die "nginx needs shared libraries this host lacks" \
+    "apt-get install the libraries named above (libssl3, libpcre2-8-0, zlib1g, libcrypt1)"
+  mapfile -t libs <<<"${out}"
+  mapfile -t args < <(np::images::recipe e2e-images/nginx)
+  "${BIN_DIR}/mkimage" -o "${dir}/nginx.tar" -name "$(np::e2e_upstream::image_ref nginx)" "$@" "${libs[@]}" \
+    -file "/usr/sbin/nginx=${stage}/usr/sbin/nginx:0755" "${args[@]}" ||
+    np::die "building the nginx image failed" "see build/e2e-images/README.md"
+  rm -rf "${stage}"
+}
+
+# np::e2e_upstream::nginx_deb: the path of Debian's nginx package in
+# ${OUT_DIR}/debs, which "apt-get download" fills the first time (it only
+# downloads: the package's scripts never run, no nginx runs on the host).
+np::e2e_upstream::nginx_deb() {
+  local cache=${OUT_DIR}/debs deb
+  deb=$(compgen -G "${cache}/nginx_*.deb" | sort -V | tail -n 1) || true
+  if [[ -z "${deb}" ]]; then
+    mkdir -p "${cache}"
+    (cd "${cache}" && apt-get download -q -o APT::Sandbox::User=root nginx) >"${cache}/apt-download.log" 2>&1 ||
+      np::die "apt-get download nginx failed (see ${cache}/apt-download.log)" \
+        "run apt-get update; check that Debian's mirror is reachable"
+    deb=$(compgen -G "${cache}/nginx_*.deb" | sort -V | tail -n 1) || true
+    [[ -n "${deb}" ]] || np::die "apt-get download nginx wrote no nginx_*.deb in ${cache}"
+  fi
+  echo "${deb}"
 }
 
 # np::e2e_upstream::import DIR: loads DIR/*.tar into every node's containerd.

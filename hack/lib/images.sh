@@ -30,34 +30,60 @@ np::images::recipe() {
 # np::images::host_binary_args BINARY...: mkimage arguments, one per line,
 # that copy the host's BINARY (an absolute path; a host without merged /usr
 # may have it without the /usr prefix) to the same path in the image, with
-# every shared library ldd reports and the dynamic loader at the paths ldd
-# reports. Fails if a binary or a library is missing.
+# their shared libraries (np::images::library_args). Fails if a binary or a
+# library is missing.
 np::images::host_binary_args() {
-  local bin src out line lib libs=()
+  local bin src srcs=()
   for bin in "$@"; do
     src=${bin}
     [[ -e "${src}" ]] || src=/${bin#/usr/}
     [[ -f "${src}" && -x "${src}" ]] || np::die "${bin} is not on this host" \
       "run hack/install-deps.sh as root (it installs e2fsprogs, util-linux and mount)"
     printf '%s\n' -file "${bin}=$(readlink -f "${src}"):0755"
-    if ! out=$(ldd "${src}" 2>&1); then
-      grep -qE 'not a dynamic executable|statically linked' <<<"${out}" && continue
-      np::die "ldd ${src} failed: ${out}"
-    fi
-    grep -q 'not found' <<<"${out}" && np::die "${src} needs shared libraries that are missing:"$'\n'"${out}"
-    while read -r line; do
-      case "${line}" in
-      *'=> /'*) lib=${line#*=> } ;; # libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)
-      /*) lib=${line} ;;            # /lib64/ld-linux-x86-64.so.2 (0x...)
-      *) continue ;;                # linux-vdso.so.1, provided by the kernel
-      esac
-      libs+=("${lib%% (*}")
-    done <<<"${out}"
+    srcs+=("${src}")
   done
+  ((${#srcs[@]} > 0)) || return 0
+  np::images::library_args "${srcs[@]}"
+}
+
+# np::images::library_args BINARY...: mkimage arguments, one per line, that
+# copy every shared library ldd reports for the BINARYs (static ones and
+# scripts have none) and the dynamic loader, at the paths ldd reports.
+# Fails if a library is missing.
+np::images::library_args() {
+  local out line lib libs=()
+  # ldd exits non-zero when one of them is not dynamic; "not found" is the error.
+  out=$(ldd "$@" 2>&1) || true
+  grep -q 'not found' <<<"${out}" && np::die "shared libraries are missing:"$'\n'"$(grep -E ':$|not found' <<<"${out}")"
+  while read -r line; do
+    case "${line}" in
+    *:) continue ;;                    # "/usr/bin/ls:", the header of each binary
+    *'=> /'*) lib=${line#*=> } ;;     # libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)
+    /*' (0x'*) lib=${line} ;;         # /lib64/ld-linux-x86-64.so.2 (0x...)
+    *) continue ;;                    # linux-vdso.so.1, "not a dynamic executable"
+    esac
+    libs+=("${lib%% (*}")
+  done <<<"${out}"
   ((${#libs[@]} > 0)) || return 0
   for lib in $(printf '%s\n' "${libs[@]}" | sort -u); do
     printf '%s\n' -file "${lib}=$(readlink -f "${lib}")"
   done
+}
+
+# np::images::package_binaries PACKAGE...: the programs the host's Debian
+# PACKAGEs install in bin and sbin directories, one per line, under /usr
+# (/bin/ls is /usr/bin/ls; np::images::host_binary_args copies them).
+np::images::package_binaries() {
+  local pkg files f
+  for pkg in "$@"; do
+    files=$(dpkg -L "${pkg}" 2>/dev/null) || np::die "the Debian package ${pkg} is not installed" \
+      "run hack/install-deps.sh as root, or apt-get install ${pkg}"
+    while read -r f; do
+      [[ -f "${f}" && -x "${f}" ]] || continue
+      [[ "${f}" == /usr/* ]] || f=/usr${f}
+      echo "${f}"
+    done < <(grep -E '^(/usr)?/s?bin/[^/]+$' <<<"${files}")
+  done | sort -u
 }
 
 # np::images::build_mount_utilities DIR: DIR/mount-utilities.tar from

@@ -2,9 +2,11 @@
 # Checks and installs what the local cluster needs before anything starts.
 
 # e2fsprogs, util-linux and mount also provide the host tools copied into the
-# mount-utilities image (build/mount-utilities/host-binaries).
+# mount-utilities image (build/mount-utilities/host-binaries); they and
+# iproute2, socat, curl and netcat-openbsd go into upstream's agnhost image
+# (build/e2e-images/agnhost/host-packages).
 APT_PACKAGES=(jq containerd runc busybox-static openssl socat conntrack iptables ethtool iproute2
-  containernetworking-plugins e2fsprogs util-linux mount curl openssh-server openssh-client sudo)
+  containernetworking-plugins e2fsprogs util-linux mount curl netcat-openbsd openssh-server openssh-client sudo)
 
 np::preflight::root() {
   [[ ${EUID} -eq 0 ]] || np::die "the local cluster needs root (mounts, cgroups, containerd)" "run it with sudo"
