@@ -52,11 +52,23 @@ stop_containers() {
 stop_node() {
   local name
   name=$(np::nodes::name "$1")
+  node_systemctl "$1" stop kube-proxy kubelet
   stop "kube-proxy-${name}"
   stop "kubelet-${name}"
   stop_containers "containerd-${name}" "$(np::nodes::sock "$1")"
+  node_systemctl "$1" stop containerd
   stop "containerd-${name}"
   stop "node-${name}"
+}
+
+# node_systemctl I ARGS...: node I's service manager, if the node runs, so
+# that no supervisor starts a stopped service again (stop then finds it
+# gone); best effort, as stop follows.
+node_systemctl() {
+  local init
+  init=$(np::nodes::init_pid "$1") || return 0
+  shift
+  timeout 60 nsenter --target "${init}" --mount --net --uts --pid -- "${BIN_DIR}/systemctl" "$@" >/dev/null 2>&1 || true
 }
 
 # stop_nodes stops every node of a multi-node cluster, all at once.

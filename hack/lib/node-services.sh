@@ -17,12 +17,13 @@ LOCAL_UP_SSH=${LOCAL_UP_SSH:-true}
 # np::services::dir I: node I's unit directory, as the host sees it.
 np::services::dir() { echo "$(np::nodes::dir "$1")/run/nodeplug/systemd"; }
 
-# np::services::unit I NAME DESCRIPTION STOP_TIMEOUT ENV ARGV...: writes
-# node I's unit NAME; its log and host pid file are those of the
-# component NAME-<node> (${LOCAL_UP_DIR}/logs, ${LOCAL_UP_DIR}/pids).
+# np::services::unit I NAME DESCRIPTION STOP_TIMEOUT RESTART ENV ARGV...:
+# writes node I's unit NAME (RESTART: systemd's Restart=); its log and host
+# pid file are those of the component NAME-<node> (${LOCAL_UP_DIR}/logs,
+# ${LOCAL_UP_DIR}/pids).
 np::services::unit() {
-  local i=$1 unit=$2 desc=$3 timeout=$4 env=$5 name w exec=()
-  shift 5
+  local i=$1 unit=$2 desc=$3 timeout=$4 restart=$5 env=$6 name w exec=()
+  shift 6
   name=$(np::nodes::name "${i}")
   for w in "$@"; do
     exec+=("\"${w//\"/\\\"}\"")
@@ -38,26 +39,31 @@ ExecStart=${exec[*]}
 StandardOutput=append:${LOCAL_UP_DIR}/logs/${unit}-${name}.log
 StandardError=inherit
 TimeoutStopSec=${timeout}
+Restart=${restart}
+RestartSec=1s
 X-HostPIDFile=${LOCAL_UP_DIR}/pids/${unit}-${name}
 UNIT
 }
 
-# np::services::write I: node I's units.
+# np::services::write I: node I's units. containerd and kube-proxy start
+# again when they exit, as kubeadm's containerd unit and kube-proxy's
+# DaemonSet do (kube-proxy exits when its Node is deleted); the kubelet
+# does not, so that a crash fails the tests instead of being hidden.
 np::services::write() {
   local i=$1 name dir
   name=$(np::nodes::name "${i}") dir=$(np::nodes::dir "${i}")
   [[ -n "${NODES_KUBELET_PATH:-}" ]] || np::die "NODES_KUBELET_PATH is not set" "set it once with np::cluster::kubelet_path"
-  np::services::unit "${i}" containerd "containerd container runtime" 30s "" \
+  np::services::unit "${i}" containerd "containerd container runtime" 30s always "" \
     "$(command -v containerd)" --config "${dir}/containerd.toml"
   # shellcheck disable=SC2086 # KUBELET_EXTRA_FLAGS is a list of flags.
-  np::services::unit "${i}" kubelet "kubelet: The Kubernetes Node Agent (nodeplug)" 30s "PATH=${NODES_KUBELET_PATH}" \
+  np::services::unit "${i}" kubelet "kubelet: The Kubernetes Node Agent (nodeplug)" 30s no "PATH=${NODES_KUBELET_PATH}" \
     "${BIN_DIR}/kubelet" --config "${dir}/kubelet.yaml" --kubeconfig "${dir}/kubelet.kubeconfig" \
     --hostname-override "${name}" --node-ip "$(np::nodes::ip "${i}")" ${KUBELET_EXTRA_FLAGS}
-  np::services::unit "${i}" kube-proxy "kube-proxy" 30s "" "${BIN_DIR}/kube-proxy" --config "${dir}/kube-proxy.yaml"
+  np::services::unit "${i}" kube-proxy "kube-proxy" 30s always "" "${BIN_DIR}/kube-proxy" --config "${dir}/kube-proxy.yaml"
   if [[ "${LOCAL_UP_SSH}" != false ]]; then
     np::ssh::config "${dir}/sshd_config" "$(np::nodes::ip "${i}")" /run/sshd.pid
     mkdir -p "${dir}/run/sshd"
-    np::services::unit "${i}" ssh "OpenBSD Secure Shell server" 10s "" /usr/sbin/sshd -D -e -f "${dir}/sshd_config"
+    np::services::unit "${i}" ssh "OpenBSD Secure Shell server" 10s on-failure "" /usr/sbin/sshd -D -e -f "${dir}/sshd_config"
   fi
 }
 

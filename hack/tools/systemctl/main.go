@@ -15,6 +15,9 @@
 // A started service runs in a session of its own; the node's init
 // (hack/tools/nodeinit) adopts and reaps it. Its PID and start time are
 // kept in /run/nodeplug/systemd/state, so a reused PID is never signalled.
+// A unit with Restart=always or on-failure runs under a supervisor (this
+// binary, hidden verb __supervise) that starts it again RestartSec after
+// it ends.
 // NODEPLUG_SYSTEMD_DIR moves the unit directory (tests).
 package main
 
@@ -100,6 +103,11 @@ func run(m *manager, argv []string) int {
 		return exitFailure
 	}
 	switch a.verb {
+	case superviseVerb:
+		if len(a.units) != 1 {
+			return exitFailure
+		}
+		return supervise(m, a.units[0])
 	case "daemon-reload", "enable", "disable", "reset-failed":
 		return 0 // units are read afresh by every command
 	case "start", "stop", "restart", "try-restart":
@@ -155,6 +163,9 @@ func jobs(m *manager, a args) int {
 func activeState(m *manager, name string) string {
 	if m.alive(name) {
 		return "active"
+	}
+	if _, ok := m.supervising(name); ok {
+		return "activating" // auto-restart: between two runs
 	}
 	return "inactive"
 }

@@ -21,29 +21,44 @@ type manager struct {
 	hostProc string // the host's /proc, mounted in the node ("" if none)
 }
 
-// main process of a unit, when it runs.
+// mainProcess is a process of a unit, known by its PID and start time.
 type mainProcess struct {
 	PID   int
 	Start uint64 // clock ticks after boot, field 22 of /proc/PID/stat
 }
 
-// running returns the unit's main process if it still runs: the PID in
-// its state file with the same start time (so a PID reused by another
-// process is never taken for the service).
-func (m *manager) running(name string) (mainProcess, bool) {
+// state is what the state file says of a unit: its main process, and the
+// supervisor that restarts it (Restart= other than no), "PID START
+// [SUPERVISOR_PID SUPERVISOR_START]".
+func (m *manager) state(name string) (main, super mainProcess) {
 	raw, err := os.ReadFile(m.statePath(name))
 	if err != nil {
-		return mainProcess{}, false
+		return
 	}
-	var p mainProcess
-	if _, err := fmt.Sscan(string(raw), &p.PID, &p.Start); err != nil || p.PID <= 0 {
-		return mainProcess{}, false
+	_, _ = fmt.Sscan(string(raw), &main.PID, &main.Start, &super.PID, &super.Start)
+	return
+}
+
+// alive reports whether p still runs: the same PID with the same start
+// time (so a PID reused by another process is never taken for it).
+func (m *manager) aliveProc(p mainProcess) bool {
+	if p.PID <= 0 {
+		return false
 	}
 	start, state, err := procStat(m.proc, p.PID)
-	if err != nil || start != p.Start || state == "Z" || state == "X" {
-		return mainProcess{}, false
-	}
-	return p, true
+	return err == nil && start == p.Start && state != "Z" && state != "X"
+}
+
+// running returns the unit's main process if it still runs.
+func (m *manager) running(name string) (mainProcess, bool) {
+	main, _ := m.state(name)
+	return main, m.aliveProc(main)
+}
+
+// supervising returns the unit's supervisor if it still runs.
+func (m *manager) supervising(name string) (mainProcess, bool) {
+	_, super := m.state(name)
+	return super, m.aliveProc(super)
 }
 
 func (m *manager) statePath(name string) string { return filepath.Join(m.stateDir, name+".pid") }
@@ -69,47 +84,80 @@ func procStat(proc string, pid int) (uint64, string, error) {
 }
 
 // start runs the unit's command in a new session, its output appended to
-// the unit's log, and records it. A running unit is left alone.
+// the unit's log, and records it; with Restart= other than no, a
+// supervisor (this binary) runs it and starts it again when it ends. A
+// running unit is left alone.
 func (m *manager) start(u *unit) error {
 	if _, ok := m.running(u.Name); ok {
 		return nil
 	}
+	if _, ok := m.supervising(u.Name); ok {
+		return nil // between two runs of a restarting service
+	}
+	if u.Restart != "no" {
+		return m.startSupervisor(u)
+	}
+	cmd, err := m.command(u, u.ExecStart, &syscall.SysProcAttr{Setsid: true})
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", u.Name, err)
+	}
+	// The process is not waited for: when this command exits, the node's
+	// init adopts and reaps it.
+	defer func() { _ = cmd.Process.Release() }()
+	return m.record(u, cmd.Process.Pid, mainProcess{})
+}
+
+// command is argv with the unit's environment, directory and output.
+func (m *manager) command(u *unit, argv []string, attr *syscall.SysProcAttr) (*exec.Cmd, error) {
 	out, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if u.Output != "" {
 		out, err = os.OpenFile(u.Output, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	}
 	if err != nil {
-		return fmt.Errorf("open the output of %s: %w", u.Name, err)
+		return nil, fmt.Errorf("open the output of %s: %w", u.Name, err)
 	}
-	defer out.Close()
-	cmd := exec.Command(u.ExecStart[0], u.ExecStart[1:]...)
-	cmd.Env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, u.Environment...)
-	cmd.Dir, cmd.Stdout, cmd.Stderr = "/", out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", u.Name, err)
-	}
-	pid := cmd.Process.Pid
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"NODEPLUG_SYSTEMD_DIR=" + m.dir}, u.Environment...)
+	cmd.Dir, cmd.Stdout, cmd.Stderr, cmd.SysProcAttr = "/", out, out, attr
+	return cmd, nil
+}
+
+// record writes the state file of a started main process pid (and its
+// supervisor), and the host's PID file.
+func (m *manager) record(u *unit, pid int, super mainProcess) error {
 	start, _, err := procStat(m.proc, pid)
 	if err != nil {
-		_ = cmd.Process.Kill()
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 		return fmt.Errorf("read the start time of %s (pid %d): %w", u.Name, pid, err)
 	}
-	// The process is not waited for: when this command exits, the node's
-	// init adopts and reaps it.
-	_ = cmd.Process.Release()
 	if err := os.MkdirAll(m.stateDir, 0o755); err != nil {
 		return err
 	}
-	if err := writeAtomic(m.statePath(u.Name), fmt.Sprintf("%d %d\n", pid, start)); err != nil {
+	line := fmt.Sprintf("%d %d %d %d\n", pid, start, super.PID, super.Start)
+	if err := writeAtomic(m.statePath(u.Name), line); err != nil {
 		return err
 	}
 	return m.writeHostPID(u, pid)
 }
 
 // stop sends the unit's kill signal to its process group, waits up to
-// TimeoutStopSec for the main process to end, then kills the group.
+// TimeoutStopSec for the main process to end, then kills the group. A
+// supervisor is stopped first, and stops its service itself.
 func (m *manager) stop(u *unit) error {
+	if super, ok := m.supervising(u.Name); ok {
+		_ = syscall.Kill(super.PID, syscall.SIGTERM)
+		deadline := time.Now().Add(u.StopTimeout + 5*time.Second)
+		for m.aliveProc(super) && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if m.aliveProc(super) {
+			_ = syscall.Kill(super.PID, syscall.SIGKILL)
+		}
+	}
 	p, ok := m.running(u.Name)
 	if ok {
 		_ = syscall.Kill(-p.PID, u.KillSignal)

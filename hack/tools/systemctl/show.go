@@ -28,7 +28,10 @@ func properties(m *manager, name string) map[string]string {
 	if proc, ok := m.running(name); ok {
 		p["ActiveState"], p["SubState"] = "active", "running"
 		p["MainPID"], p["ExecMainPID"] = strconv.Itoa(proc.PID), strconv.Itoa(proc.PID)
+	} else if _, ok := m.supervising(name); ok {
+		p["ActiveState"], p["SubState"] = "activating", "auto-restart"
 	}
+	p["Restart"] = u.Restart
 	return p
 }
 

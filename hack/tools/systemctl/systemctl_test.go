@@ -11,6 +11,16 @@ import (
 	"time"
 )
 
+// TestMain lets the test binary serve as the supervisor it starts for a
+// unit with Restart= (it runs os.Executable()).
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == superviseVerb {
+		dir := os.Getenv("NODEPLUG_SYSTEMD_DIR")
+		os.Exit(run(&manager{dir: dir, stateDir: filepath.Join(dir, "state"), proc: "/proc"}, os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
 func TestLoadUnit(t *testing.T) {
 	cases := []struct {
 		name, unit string
@@ -33,6 +43,7 @@ func TestLoadUnit(t *testing.T) {
 		{name: "not KEY=VALUE", unit: "[Service]\nExecStart\n", wantErr: "not KEY=VALUE"},
 		{name: "unknown signal", unit: "[Service]\nExecStart=/bin/true\nKillSignal=SIGFOO\n", wantErr: "unknown signal"},
 		{name: "bad environment", unit: "[Service]\nExecStart=/bin/true\nEnvironment=NOEQUALS\n", wantErr: "not KEY=VALUE"},
+		{name: "unsupported restart", unit: "[Service]\nExecStart=/bin/true\nRestart=on-abort\n", wantErr: "only no, always"},
 		{name: "unsupported output", unit: "[Service]\nExecStart=/bin/true\nStandardOutput=tty\n", wantErr: "only append"},
 	}
 	for _, tc := range cases {
@@ -134,6 +145,42 @@ func TestLifecycle(t *testing.T) {
 	raw, _ := os.ReadFile(log)
 	if strings.Count(string(raw), "hi\n") != 2 {
 		t.Errorf("log %q, want the unit's Environment echoed once per start (2)", raw)
+	}
+}
+
+// TestRestartAlways: a unit with Restart=always that dies (as kube-proxy
+// exits when its Node is deleted) runs again after RestartSec, under a new
+// PID; stop ends it for good, supervisor included.
+func TestRestartAlways(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "px.service"), "[Service]\nExecStart=/bin/sleep 300\nRestart=always\nRestartSec=100ms\nTimeoutStopSec=5\n")
+	m := &manager{dir: dir, stateDir: filepath.Join(dir, "state"), proc: "/proc"}
+	t.Cleanup(func() { run(m, []string{"stop", "px"}) })
+	if rc := run(m, []string{"start", "px"}); rc != 0 {
+		t.Fatalf("start exited %d", rc)
+	}
+	first, ok := m.running("px.service")
+	if !ok {
+		t.Fatal("px is not running after start")
+	}
+	if err := syscall.Kill(first.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { p, ok := m.running("px.service"); return ok && p.PID != first.PID })
+	if rc := run(m, []string{"is-active", "px"}); rc != 0 {
+		t.Fatalf("is-active after the restart exited %d, want 0", rc)
+	}
+	second, _ := m.running("px.service")
+	super, ok := m.supervising("px.service")
+	if !ok {
+		t.Fatal("no supervisor")
+	}
+	if rc := run(m, []string{"stop", "px"}); rc != 0 {
+		t.Fatalf("stop exited %d", rc)
+	}
+	waitFor(t, func() bool { return !m.aliveProc(second) && !m.aliveProc(super) })
+	if rc := run(m, []string{"is-active", "px"}); rc != exitInactive {
+		t.Fatalf("is-active after stop exited %d, want %d", rc, exitInactive)
 	}
 }
 

@@ -26,6 +26,8 @@ type unit struct {
 	KillSignal  syscall.Signal    // default SIGTERM
 	StopTimeout time.Duration     // TimeoutStopSec, default 90 s
 	HostPIDFile string            // X-HostPIDFile: where the host's PID is written
+	Restart     string            // no (default), always, on-failure
+	RestartSec  time.Duration     // default 100 ms
 	Ignored     map[string]string // keys read and not acted on
 }
 
@@ -44,7 +46,7 @@ func unitName(name string) string {
 // resets what came before.
 func loadUnit(dir, name string) (*unit, error) {
 	u := &unit{Name: name, Path: filepath.Join(dir, name), KillSignal: syscall.SIGTERM,
-		StopTimeout: 90 * time.Second, Ignored: map[string]string{}}
+		StopTimeout: 90 * time.Second, Restart: "no", RestartSec: 100 * time.Millisecond, Ignored: map[string]string{}}
 	if !strings.HasSuffix(name, ".service") {
 		return nil, fmt.Errorf("unit %s: only service units are supported", name)
 	}
@@ -192,6 +194,17 @@ func (u *unit) set(section, key, value string) error {
 			return fmt.Errorf("TimeoutStopSec=%s: %w", value, err)
 		}
 		u.StopTimeout = d
+	case "Restart":
+		if value != "no" && value != "always" && value != "on-failure" {
+			return fmt.Errorf("Restart=%s: only no, always and on-failure are supported", value)
+		}
+		u.Restart = value
+	case "RestartSec":
+		d, err := parseSeconds(value)
+		if err != nil {
+			return fmt.Errorf("RestartSec=%s: %w", value, err)
+		}
+		u.RestartSec = d
 	case "X-HostPIDFile":
 		u.HostPIDFile = value
 	default:
