@@ -14,7 +14,7 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/nodeplug/nodeplug/test/images/csi-hostpath/driver"
+	"github.com/nodeplug/nodeplug/build/csi-hostpath/driver"
 )
 
 const defaultName = "hostpath.csi.nodeplug.io"
