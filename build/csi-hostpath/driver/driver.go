@@ -59,6 +59,9 @@ func (c Config) validate() error {
 			errs = append(errs, fmt.Errorf("%s %q must be a clean absolute path", flag, p))
 		}
 	}
+	if len(c.Endpoint) > maxSocketPath {
+		errs = append(errs, fmt.Errorf("endpoint %q is %d bytes, longer than a unix socket path may be (%d)", c.Endpoint, len(c.Endpoint), maxSocketPath))
+	}
 	if c.RegistrationDir != "" && !filepath.IsAbs(c.RegistrationDir) {
 		errs = append(errs, fmt.Errorf("registration dir %q must be an absolute path", c.RegistrationDir))
 	}
@@ -67,6 +70,9 @@ func (c Config) validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// maxSocketPath is the longest path a unix socket can be bound to on Linux.
+const maxSocketPath = 107
 
 // TopologyKey is the key of the topology segment that pins a volume to
 // its node.

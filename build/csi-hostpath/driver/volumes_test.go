@@ -87,6 +87,7 @@ func TestConfigValidate(t *testing.T) {
 		"relative data dir":        {edit: func(c *Config) { c.DataDir = "data" }, wantErr: "data dir"},
 		"unclean kubelet dir":      {edit: func(c *Config) { c.KubeletDir = "/var/lib/../kubelet" }, wantErr: "kubelet dir"},
 		"relative endpoint":        {edit: func(c *Config) { c.Endpoint = "csi.sock" }, wantErr: "endpoint"},
+		"endpoint too long":        {edit: func(c *Config) { c.Endpoint = "/" + strings.Repeat("s", 107) }, wantErr: "longer than a unix socket path"},
 		"relative registration":    {edit: func(c *Config) { c.RegistrationDir = "reg" }, wantErr: "registration dir"},
 		"negative max volume size": {edit: func(c *Config) { c.MaxVolumeBytes = -1 }, wantErr: "negative"},
 	}
