@@ -13,7 +13,8 @@
 #
 # Environment: NODES, NODE_NAME, KUBELET_EXTRA_FLAGS, KCM_EXTRA_FLAGS,
 # SKIP_BUILD=1 (reuse ${BIN_DIR}), LOCAL_UP_DIR, LOCAL_UP_SSH=false (no SSH
-# servers in a multi-node cluster).
+# servers in a multi-node cluster), DEFAULT_STORAGECLASS=false (no default
+# StorageClass, hack/lib/default-storageclass.sh).
 set -o errexit -o nounset -o pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
@@ -25,6 +26,7 @@ source "${NODEPLUG_ROOT}/hack/lib/images.sh"
 source "${NODEPLUG_ROOT}/hack/lib/netfilter.sh"
 source "${NODEPLUG_ROOT}/hack/lib/nodes.sh"
 source "${NODEPLUG_ROOT}/hack/lib/node-services.sh"
+source "${NODEPLUG_ROOT}/hack/lib/default-storageclass.sh"
 
 export KUBECONFIG=${LOCAL_UP_DIR}/pki/admin.kubeconfig
 kubectl() { "${BIN_DIR}/kubectl" "$@"; }
@@ -39,6 +41,7 @@ main() {
   np::preflight::fuse
   np::preflight::ports
   ((NODES == 1)) || np::nodes::preflight
+  np::default_sc::enabled || true # a bad DEFAULT_STORAGECLASS stops here, before the build
   [[ "${SKIP_BUILD:-0}" == 1 ]] || np::build::all
   NODE_IP=$(np::cluster::node_ip)
   [[ -n "${NODE_IP}" ]] || np::die "no global IPv4 address found for the node" "configure a network interface"
@@ -50,6 +53,7 @@ main() {
   trap half_up EXIT
   np::pki::generate
   np::images::build
+  np::default_sc::images "${LOCAL_UP_DIR}/images"
   np::cluster::write_configs
   # Root is a private mount here (no systemd); Bidirectional propagation
   # needs a shared source.
@@ -70,6 +74,7 @@ main() {
   mount_pod_rbac
   np::cluster::start_scheduler
   np::cluster::start_controller_manager
+  np::default_sc::apply
   np::cluster::start_kubelet
   np::wait_for 120 "node ${NODE_NAME}" \
     kubectl wait --for=condition=Ready "node/${NODE_NAME}" --timeout=1s ||
@@ -79,6 +84,7 @@ main() {
   np::wait_for 60 "default service account" kubectl get serviceaccount default ||
     np::die "the default service account was not created" "see ${LOCAL_UP_DIR}/logs/kube-controller-manager.log"
   smoke_pod
+  np::default_sc::await
   cat <<MSG
 
 Local cluster is up (node Ready ${ready} s after launch, $((SECONDS - started)) s in all).
@@ -123,6 +129,7 @@ up_nodes() {
   np::cluster::start_scheduler
   np::cluster::start_controller_manager
   np::ssh::start_control_plane
+  np::default_sc::apply
   wait_jobs "creating and starting the nodes (namespaces, containerd, kubelet, kube-proxy, images)" "${jobs[@]}"
   np::log "images imported into every node"
   for ((i = 1; i <= NODES; i++)); do
@@ -141,6 +148,7 @@ up_nodes() {
     np::ssh::await "$(np::nodes::ip "${i}")" "$(np::nodes::name "${i}")"
   done
   ! np::cluster::alive sshd || np::ssh::await 127.0.0.1 control-plane
+  np::default_sc::await
   cat <<MSG
 
 Local cluster is up with ${NODES} nodes (${names[*]}; all Ready ${ready} s after launch, $((SECONDS - started)) s in all).
