@@ -38,7 +38,7 @@ E2E_UPSTREAM_SET=${E2E_UPSTREAM_SET:-ci}
 LOCAL='PersistentVolumes-local|In-tree Volumes \[Driver: local\]'
 FLEX='\[sig-storage\] Flexvolumes|Detaching volumes|Mounted flexvolume'
 COMMON='\[sig-storage\] (ConfigMap|Secrets|Projected|Downward API volume|EmptyDir|HostPath|Volumes)\b'
-DYNAMIC='Volume metrics|PVC Protection|HostPathType'
+DYNAMIC='PVC Protection|HostPathType|PersistentVolumes Default StorageClass'
 case "${E2E_UPSTREAM_SET}" in
   ci)
     focus="PersistentVolumes-local|In-tree Volumes \[Driver: local\] \[LocalVolumeType: blockfs\]|Flexvolumes \[Provider:gce,local\] should be mountable|${COMMON}.*\[Conformance\]"
