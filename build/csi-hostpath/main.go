@@ -43,8 +43,7 @@ func main() {
 	ctx = klog.NewContext(ctx, klog.Background())
 	if err := run(ctx, cfg); err != nil {
 		klog.Background().Error(err, "csi-hostpath failed")
-		klog.Flush()
-		os.Exit(1)
+		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
 	}
 }
 

@@ -39,7 +39,7 @@ func (m *manager) startSupervisor(u *unit) error {
 		}
 		select {
 		case err := <-done:
-			return fmt.Errorf("the supervisor of %s exited: %v (see its output)", u.Name, err)
+			return fmt.Errorf("the supervisor of %s exited (see its output): %w", u.Name, err)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
