@@ -66,6 +66,19 @@ np::e2e_upstream::build_agnhost() {
   mapfile -t args < <(np::images::recipe e2e-images/agnhost)
   "${BIN_DIR}/mkimage" -o "${dir}/agnhost.tar" -name "$(np::e2e_upstream::image_ref agnhost)" \
     "$@" "${tools[@]}" "${args[@]}" || np::die "building the agnhost image failed" "see build/e2e-images/README.md"
+  # glibc-dns-testing: a glibc userland with a shell, as upstream's is
+  # (multiVolume's same-node specs run their pods in it): the same
+  # programs, without agnhost as the entrypoint.
+  local plain=() k
+  for ((k = 0; k < ${#args[@]}; k++)); do
+    case "${args[k]}" in
+      -entrypoint | -cmd) ((k += 1)) ;;
+      -file | -link) [[ "${args[k + 1]}" == /agnhost* ]] || plain+=("${args[k]}" "${args[k + 1]}"); ((k += 1)) ;;
+      *) plain+=("${args[k]}") ;;
+    esac
+  done
+  "${BIN_DIR}/mkimage" -o "${dir}/glibc-dns-testing.tar" -name "$(np::e2e_upstream::image_ref glibc-dns-testing)" \
+    "$@" "${tools[@]}" "${plain[@]}" -cmd /bin/sh || np::die "building the glibc-dns-testing image failed" "see build/e2e-images/README.md"
 }
 
 # np::e2e_upstream::build_nginx DIR BUSYBOX_ARGS...: DIR/nginx.tar with

@@ -19,6 +19,7 @@ func main() {
 		{"agnhost", imageutils.Agnhost},
 		{"busybox", imageutils.BusyBox},
 		{"nginx", imageutils.Nginx},
+		{"glibc-dns-testing", imageutils.GlibcDnsTesting},
 		{"pause", imageutils.Pause},
 	} {
 		fmt.Println(img.key, imageutils.GetE2EImage(img.id))
