@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/kubernetes/test/e2e/dra/test-driver/deploy/example"
 
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
@@ -112,9 +113,10 @@ func draUndeploy(t *testing.T, c *framework.Cluster) {
 	_ = c.Client.AppsV1().DaemonSets(draNamespace).Delete(ctx, draDaemonSet, metav1.DeleteOptions{})
 	pods := c.Client.CoreV1().Pods(draNamespace)
 	_ = pods.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "app=" + draDaemonSet})
-	if err := poll(t, 60*time.Second, func() bool {
+	// t's own context is cancelled by now.
+	if err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		l, err := pods.List(ctx, metav1.ListOptions{LabelSelector: "app=" + draDaemonSet})
-		return err == nil && len(l.Items) == 0
+		return err == nil && len(l.Items) == 0, nil
 	}); err != nil {
 		t.Errorf("the driver's pods are still there 60 s after their deletion: %v", err)
 	}

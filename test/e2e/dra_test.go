@@ -96,9 +96,14 @@ func TestDRATestDriver(t *testing.T) {
 		if after == nil || after.UID != before.UID || krContainer(after) != krContainer(before) {
 			t.Errorf("the driver on %s was restarted: before %s %s, after %v", restarted.Name, before.UID, krContainer(before), draDescribe(after))
 		}
-		if deleted := w.stop(); len(deleted) > 0 {
-			t.Errorf("ResourceSlices deleted during the kubelet restart: %v", deleted)
+		// Upstream's kubelet deletes all of its node's ResourceSlices when
+		// it starts (DRAPluginManager); the driver, still running,
+		// publishes them again.
+		if err := poll(t, 30*time.Second, func() bool { return draSlicesOnAll(ctx, c) }); err != nil {
+			got, _ := draSlices(ctx, c)
+			t.Errorf("30 s after the kubelet restart on %s: devices per node %v, want %d on each node", restarted.Name, got, draDevices)
 		}
+		t.Logf("ResourceSlices deleted by the restarted kubelet's start-up wipe and published again by the driver: %v", w.stop())
 		pods := draClaimPods(ctx, t, c, "e2e-dra-after-restart", []*framework.Node{restarted})
 		draRequireClaim(ctx, t, c, pods[restarted.Name], restarted)
 	})
@@ -119,6 +124,8 @@ func TestDRATestDriver(t *testing.T) {
 			t.Fatalf("no driver instance on node %s", killed.Name)
 		}
 		killedAt := draKill(ctx, t, c, victim)
+		left, _ := filepath.Glob(filepath.Join(killed.HostPath(regDir), draDriver+"-*-reg.sock"))
+		t.Logf("registration sockets left on %s by the killed driver: %d", killed.Name, len(left))
 		var goneAfter time.Duration
 		err := poll(t, 90*time.Second, func() bool {
 			got, err := draSlices(ctx, c)
