@@ -19,9 +19,10 @@ import (
 
 // draClaimPods creates, on each of nodes, a pod named <prefix>-<node> with
 // a claim from the driver's template (the scheduler places it: a pod
-// bound to a node by name skips allocation), and waits until all run.
-// They are deleted when t ends.
-func draClaimPods(ctx context.Context, t *testing.T, c *framework.Cluster, prefix string, nodes []*framework.Node) map[string]*corev1.Pod {
+// bound to a node by name skips allocation), and waits until all run,
+// failing t otherwise. They are deleted when owner (t or a test that
+// contains it) ends.
+func draClaimPods(ctx context.Context, t *testing.T, owner testing.TB, c *framework.Cluster, prefix string, nodes []*framework.Node) map[string]*corev1.Pod {
 	t.Helper()
 	for _, n := range nodes {
 		pod := framework.BusyboxPod(prefix+"-"+n.Name, "env; sleep 3600")
@@ -33,7 +34,13 @@ func draClaimPods(ctx context.Context, t *testing.T, c *framework.Cluster, prefi
 		tmpl := draTemplate
 		pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "dev", ResourceClaimTemplateName: &tmpl}}
 		pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "dev"}}
-		c.CreatePodOn(ctx, t, pod, "")
+		pod.Namespace = "default"
+		zero := int64(0)
+		pod.Spec.TerminationGracePeriodSeconds = &zero
+		if _, err := c.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create pod %s: %v", pod.Name, err)
+		}
+		owner.Cleanup(func() { c.DeletePod(owner, pod.Name) })
 	}
 	pods := map[string]*corev1.Pod{}
 	for _, n := range nodes {
