@@ -154,6 +154,14 @@ func draDriverKilled(ctx context.Context, t *testing.T, c *framework.Cluster, ki
 	killedAt := draKill(ctx, t, c, victim)
 	left, _ := filepath.Glob(filepath.Join(killed.HostPath(regDir), draDriver+"-*-reg.sock"))
 	t.Logf("registration sockets left on %s by the killed driver: %d", killed.Name, len(left))
+	// As an operator would once the driver is gone for good: the stale
+	// sockets would otherwise stay registered for the rest of the suite.
+	dataSocks, _ := filepath.Glob(filepath.Join(killed.HostPath(framework.KubeletRootDir), "plugins", draDriver, "*.sock"))
+	t.Cleanup(func() {
+		for _, f := range append(left, dataSocks...) {
+			_ = os.Remove(f)
+		}
+	})
 	var goneAfter time.Duration
 	err := poll(t, 90*time.Second, func() bool {
 		got, err := draSlices(ctx, c)
