@@ -2,7 +2,7 @@
 # np::images::build writes the cluster's images as docker-archive tarballs
 # with hack/tools/mkimage (no docker, no registry): pause, busybox, and the
 # recipes in build/ (flexvolume-installer, local-volume-provisioner,
-# mount-utilities).
+# mount-utilities, dra-test-driver).
 # np::images::import loads them into the local containerd. Pods use
 # imagePullPolicy Never or IfNotPresent.
 
@@ -120,6 +120,9 @@ np::images::build() {
   "${BIN_DIR}/mkimage" -o "${dir}/local-volume-provisioner.tar" "${args[@]}" "${bb[@]}" ||
     np::die "building the local-volume-provisioner image failed" "see build/local-volume-provisioner/README.md"
   np::images::build_mount_utilities "${dir}"
+  mapfile -t args < <(np::images::recipe dra-test-driver)
+  "${BIN_DIR}/mkimage" -o "${dir}/dra-test-driver.tar" "${args[@]}" ||
+    np::die "building the dra-test-driver image failed" "see build/dra-test-driver/README.md"
 }
 
 # np::images::import FILE...: load docker-archive tarballs into containerd.

@@ -1,0 +1,324 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/nodeplug/nodeplug/test/e2e/framework"
+)
+
+// TestDRATestDriver runs upstream's DRA test driver (build/dra-test-driver)
+// as a DaemonSet on every node, registered only through nodeplug's
+// registration directory, and checks the DRA cases of docs/plugin-watcher.md
+// in order: slices and claims on every node, a maxSurge rolling update, a
+// kubelet restart, and the driver killed.
+func TestDRATestDriver(t *testing.T) {
+	c := framework.Connect(t)
+	c.RequireNodes(t, 2)
+	ctx := t.Context()
+	regDir := registrationDir(t, c)
+	start := time.Now()
+	draDeploy(ctx, t, c, regDir)
+	t.Logf("driver deployed on %d nodes in %s", len(c.Nodes), time.Since(start).Round(time.Millisecond))
+	parent := t
+	restarted, killed := c.Nodes[1], c.Nodes[len(c.Nodes)-1]
+
+	t.Run("SlicesAndClaimOnEveryNode", func(t *testing.T) { draSlicesAndClaims(ctx, t, parent, c) })
+	t.Run("RollingUpdateMaxSurge", func(t *testing.T) { draRollingUpdate(ctx, t, c) })
+	t.Run("KubeletRestart", func(t *testing.T) { draKubeletRestart(ctx, t, c, restarted) })
+	t.Run("DriverKilledSlicesOutliveGracePeriod", func(t *testing.T) { draDriverKilled(ctx, t, c, killed, regDir) })
+}
+
+// draSlicesAndClaims: every node publishes the driver's devices, and a pod
+// with a claim of its DeviceClass runs on each node with a device of that
+// node. The pods belong to parent: the next cases run while they are in use.
+func draSlicesAndClaims(ctx context.Context, t, parent *testing.T, c *framework.Cluster) {
+	if err := poll(t, 60*time.Second, func() bool { return draSlicesOnAll(ctx, c) }); err != nil {
+		got, _ := draSlices(ctx, c)
+		t.Fatalf("ResourceSlices of %s: devices per node %v, want %d on each of the %d nodes", draDriver, got, draDevices, len(c.Nodes))
+	}
+	// The pods outlive this case: the rolling update runs while their
+	// claims are in use.
+	pods := draClaimPods(ctx, t, parent, c, "e2e-dra-in-use", c.Nodes)
+	for _, n := range c.Nodes {
+		draRequireClaim(ctx, t, c, pods[n.Name], n)
+	}
+}
+
+// draRollingUpdate updates the DaemonSet (maxSurge 1) while the first
+// case's claims are in use: no ResourceSlice is deleted, those pods keep
+// their containers, each kubelet registers the new instance, and a new
+// pod's claim is prepared by it.
+func draRollingUpdate(ctx context.Context, t *testing.T, c *framework.Cluster) {
+	inUse := draPodsByPrefix(ctx, t, c, "e2e-dra-in-use")
+	old := draInstances(ctx, t, c)
+	regs := map[string]float64{}
+	for _, n := range c.Nodes {
+		regs[n.Name] = draRegistrations(ctx, c, n.Name)
+	}
+	w := draWatchSlices(ctx, t, c)
+	patch := `{"spec":{"template":{"metadata":{"annotations":{"e2e.nodeplug.io/revision":"2"}}}}}`
+	if _, err := c.Client.AppsV1().DaemonSets(draNamespace).Patch(ctx, draDaemonSet, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	cur := draAwaitRollout(ctx, t, c, len(c.Nodes), old)
+	t.Logf("rolling update over %d nodes took %s", len(c.Nodes), time.Since(began).Round(time.Millisecond))
+	if deleted := w.stop(); len(deleted) > 0 {
+		t.Errorf("ResourceSlices deleted during the rolling update: %v", deleted)
+	}
+	if !draSlicesOnAll(ctx, c) {
+		got, _ := draSlices(ctx, c)
+		t.Errorf("after the rolling update: devices per node %v, want %d on each node", got, draDevices)
+	}
+	for _, p := range inUse {
+		draRequireUntouched(ctx, t, c, p)
+	}
+	for _, n := range c.Nodes {
+		if got := draRegistrations(ctx, c, n.Name); got <= regs[n.Name] {
+			t.Errorf("the kubelet on %s registered no new DRAPlugin instance during the update (registrations %v before, %v after)", n.Name, regs[n.Name], got)
+		}
+	}
+	fresh := draClaimPods(ctx, t, t, c, "e2e-dra-after-update", c.Nodes)
+	for _, n := range c.Nodes {
+		claim := draRequireClaim(ctx, t, c, fresh[n.Name], n)
+		draRequirePreparedBy(ctx, t, c, cur[n.Name], claim)
+	}
+}
+
+// draKubeletRestart restarts the kubelet on node restarted (systemctl in
+// the node): it registers the running driver again, without a restart of
+// the driver, and a new claim on the node is prepared.
+func draKubeletRestart(ctx context.Context, t *testing.T, c *framework.Cluster, restarted *framework.Node) {
+	before := draInstances(ctx, t, c)[restarted.Name]
+	if before == nil {
+		t.Fatalf("no driver instance on node %s", restarted.Name)
+	}
+	w := draWatchSlices(ctx, t, c)
+	began := time.Now()
+	restartComponentOn(ctx, t, c, restarted, "kubelet", nil)
+	if err := poll(t, 60*time.Second, func() bool { return draRegistrations(ctx, c, restarted.Name) >= 1 }); err != nil {
+		t.Fatalf("the restarted kubelet on %s has not registered a DRAPlugin in 60 s (nodeplug_plugin_watcher_registrations_total)", restarted.Name)
+	}
+	t.Logf("kubelet on %s restarted and the driver registered again in %s", restarted.Name, time.Since(began).Round(time.Millisecond))
+	after := draInstances(ctx, t, c)[restarted.Name]
+	if after == nil || after.UID != before.UID || krContainer(after) != krContainer(before) {
+		t.Errorf("the driver on %s was restarted: before %s %s, after %v", restarted.Name, before.UID, krContainer(before), draDescribe(after))
+	}
+	// Upstream's kubelet deletes all of its node's ResourceSlices when
+	// it starts (DRAPluginManager); the driver, still running,
+	// publishes them again.
+	if err := poll(t, 30*time.Second, func() bool { return draSlicesOnAll(ctx, c) }); err != nil {
+		got, _ := draSlices(ctx, c)
+		t.Errorf("30 s after the kubelet restart on %s: devices per node %v, want %d on each node", restarted.Name, got, draDevices)
+	}
+	t.Logf("ResourceSlices deleted by the restarted kubelet's start-up wipe and published again by the driver: %v", w.stop())
+	pods := draClaimPods(ctx, t, t, c, "e2e-dra-after-restart", []*framework.Node{restarted})
+	draRequireClaim(ctx, t, c, pods[restarted.Name], restarted)
+}
+
+// draDriverKilled deletes the DaemonSet leaving its pods, then kills the
+// driver on node killed (SIGKILL) and deletes its pod: the node's slices
+// stay for upstream's 30 s grace period, then go; the other nodes' stay.
+func draDriverKilled(ctx context.Context, t *testing.T, c *framework.Cluster, killed *framework.Node, regDir string) {
+	// Its claims are released while the driver still runs.
+	for _, p := range draPodsByPrefix(ctx, t, c, "e2e-dra-") {
+		if p.Spec.NodeName == killed.Name {
+			c.DeletePod(t, p.Name)
+		}
+	}
+	orphan := metav1.DeletePropagationOrphan
+	if err := c.Client.AppsV1().DaemonSets(draNamespace).Delete(ctx, draDaemonSet, metav1.DeleteOptions{PropagationPolicy: &orphan}); err != nil {
+		t.Fatal(err)
+	}
+	victim := draInstances(ctx, t, c)[killed.Name]
+	if victim == nil {
+		t.Fatalf("no driver instance on node %s", killed.Name)
+	}
+	killedAt := draKill(ctx, t, c, victim)
+	left, _ := filepath.Glob(filepath.Join(killed.HostPath(regDir), draDriver+"-*-reg.sock"))
+	t.Logf("registration sockets left on %s by the killed driver: %d", killed.Name, len(left))
+	// As an operator would once the driver is gone for good: the stale
+	// sockets would otherwise stay registered for the rest of the suite.
+	dataSocks, _ := filepath.Glob(filepath.Join(killed.HostPath(framework.KubeletRootDir), "plugins", draDriver, "*.sock"))
+	t.Cleanup(func() {
+		for _, f := range append(left, dataSocks...) {
+			_ = os.Remove(f)
+		}
+	})
+	var goneAfter time.Duration
+	err := poll(t, 90*time.Second, func() bool {
+		got, err := draSlices(ctx, c)
+		goneAfter = time.Since(killedAt)
+		return err == nil && got[killed.Name] == 0
+	})
+	if err != nil {
+		t.Fatalf("the slices of node %s are still there 90 s after its driver was killed", killed.Name)
+	}
+	t.Logf("slices of node %s went %s after its driver was killed", killed.Name, goneAfter.Round(time.Millisecond))
+	// Upstream's grace period runs from the kubelet losing the driver,
+	// after the kill; 1 s is left for the timers' granularity.
+	if goneAfter < 29*time.Second {
+		t.Errorf("the slices of node %s went %s after its driver was killed, before upstream's 30 s grace period", killed.Name, goneAfter.Round(time.Millisecond))
+	}
+	got, _ := draSlices(ctx, c)
+	for _, n := range c.Nodes {
+		if n != killed && got[n.Name] != draDevices {
+			t.Errorf("node %s publishes %d devices after the driver on %s was killed, want %d", n.Name, got[n.Name], killed.Name, draDevices)
+		}
+	}
+}
+
+// draKill kills the driver's process in pod with SIGKILL (its sockets stay
+// behind) and deletes the pod, which nothing replaces. It returns when the
+// process died.
+func draKill(ctx context.Context, t *testing.T, c *framework.Cluster, pod *corev1.Pod) time.Time {
+	t.Helper()
+	pid := draDriverPID(t, pod)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill the driver %d on %s: %v", pid, pod.Spec.NodeName, err)
+	}
+	at := time.Now()
+	zero := int64(0)
+	if err := c.Client.CoreV1().Pods(draNamespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	return at
+}
+
+// draDriverPID finds the host PID of the driver running in pod (the
+// --pod-uid argument names it).
+func draDriverPID(t *testing.T, pod *corev1.Pod) int {
+	t.Helper()
+	want := "--pod-uid=" + string(pod.UID)
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range procs {
+		raw, err := os.ReadFile(f)
+		if err != nil || !strings.Contains(string(raw), want) || !strings.HasPrefix(string(raw), "/dra-test-driver\x00") {
+			continue
+		}
+		var pid int
+		if _, err := fmt.Sscan(filepath.Base(filepath.Dir(f)), &pid); err == nil {
+			return pid
+		}
+	}
+	t.Fatalf("no process of the driver in pod %s (%s) on this machine", pod.Name, want)
+	return 0
+}
+
+// sliceWatch records the driver's ResourceSlices deleted while it runs.
+type sliceWatch struct {
+	w       watch.Interface
+	mu      sync.Mutex
+	deleted []string
+	done    chan struct{}
+}
+
+func draWatchSlices(ctx context.Context, t *testing.T, c *framework.Cluster) *sliceWatch {
+	t.Helper()
+	w, err := c.Client.ResourceV1().ResourceSlices().Watch(ctx, metav1.ListOptions{FieldSelector: "spec.driver=" + draDriver})
+	if err != nil {
+		t.Fatalf("watch ResourceSlices: %v", err)
+	}
+	s := &sliceWatch{w: w, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		for ev := range w.ResultChan() {
+			if sl, ok := ev.Object.(*resourceapi.ResourceSlice); ok && ev.Type == watch.Deleted {
+				s.mu.Lock()
+				s.deleted = append(s.deleted, fmt.Sprintf("%s (node %s) at %s", sl.Name, draStr(sl.Spec.NodeName), time.Now().Format(time.TimeOnly)))
+				s.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(w.Stop)
+	return s
+}
+
+// stop ends the watch and returns the slices deleted meanwhile.
+func (s *sliceWatch) stop() []string {
+	s.w.Stop()
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.deleted
+}
+
+func draStr(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func draDescribe(p *corev1.Pod) string {
+	if p == nil {
+		return "none"
+	}
+	return string(p.UID) + " " + krContainer(p)
+}
+
+// draSlicesOnAll reports whether every node publishes the driver's devices.
+func draSlicesOnAll(ctx context.Context, c *framework.Cluster) bool {
+	got, err := draSlices(ctx, c)
+	if err != nil {
+		return false
+	}
+	for _, n := range c.Nodes {
+		if got[n.Name] != draDevices {
+			return false
+		}
+	}
+	return true
+}
+
+// draRegistrations reads node's nodeplug_plugin_watcher_registrations_total
+// for DRAPlugin (through the API server's node proxy).
+func draRegistrations(ctx context.Context, c *framework.Cluster, node string) float64 {
+	out, err := c.Kubectl(ctx, "get", "--raw", "/api/v1/nodes/"+node+"/proxy/metrics")
+	if err != nil {
+		return 0
+	}
+	var total float64
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "nodeplug_plugin_watcher_registrations_total{") && strings.Contains(line, `plugin_type="DRAPlugin"`) {
+			var v float64
+			if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &v); err == nil {
+				total += v
+			}
+		}
+	}
+	return total
+}
+
+// draRuntimeHasCDI reports whether the nodes' containerd applies CDI
+// devices to containers (2.x does by default; Debian 12's 1.6 has no CDI).
+func draRuntimeHasCDI(t *testing.T) (bool, string) {
+	out, err := exec.Command("containerd", "--version").Output()
+	if err != nil {
+		t.Fatalf("containerd --version: %v", err)
+	}
+	// "containerd github.com/containerd/containerd 1.6.20~ds1 <revision>"
+	fields := strings.Fields(string(out))
+	if len(fields) < 3 {
+		t.Fatalf("containerd --version: unexpected %q", out)
+	}
+	version := fields[2]
+	return strings.HasPrefix(version, "2.") || strings.HasPrefix(version, "v2."), version
+}
