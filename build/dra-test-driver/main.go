@@ -46,12 +46,14 @@ func main() {
 	flag.IntVar(&c.devices, "num-devices", 4, "devices to publish for the node")
 	flag.Parse()
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer cancel()
-	if err := run(ctx, c); err != nil {
-		klog.ErrorS(err, "dra-test-driver failed")
+	ctx = klog.NewContext(ctx, klog.Background())
+	err := run(ctx, c)
+	cancel()
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "dra-test-driver failed")
 		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
 	}
-	klog.Flush()
+	klog.FlushAndExit(klog.ExitFlushTimeout, 0)
 }
 
 func run(ctx context.Context, c config) error {
@@ -85,7 +87,7 @@ func run(ctx context.Context, c config) error {
 	if err != nil {
 		return fmt.Errorf("start upstream's test driver: %w", err)
 	}
-	klog.InfoS("serving", "driver", c.driver, "node", c.node, "podUID", c.podUID)
+	klog.FromContext(ctx).Info("Serving", "driver", c.driver, "node", c.node, "podUID", c.podUID)
 	<-ctx.Done()
 	// The helper removes this instance's sockets: a clean de-registration.
 	plugin.Stop()
