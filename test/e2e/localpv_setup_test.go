@@ -45,7 +45,15 @@ func newLPVDisks(t testing.TB, c *framework.Cluster) *lpvDisks {
 func newLPVDisksOn(t testing.TB, n *framework.Node) *lpvDisks {
 	t.Helper()
 	base := filepath.Join(n.SharedDir(), "localpv")
-	d := &lpvDisks{t: t, n: n, base: base, fast: filepath.Join(base, "fast"), block: filepath.Join(base, "block")}
+	return newLPVDisksAt(t, n, base, filepath.Join(base, "fast"), filepath.Join(base, "block"))
+}
+
+// newLPVDisksAt is newLPVDisksOn with the class directories fast and block
+// where the caller says (paths in the node); the test's sources and images
+// go below base, which the test's end removes.
+func newLPVDisksAt(t testing.TB, n *framework.Node, base, fast, block string) *lpvDisks {
+	t.Helper()
+	d := &lpvDisks{t: t, n: n, base: base, fast: fast, block: block}
 	for _, dir := range []string{d.fast, d.block, filepath.Join(base, "src"), filepath.Join(base, "img")} {
 		if err := os.MkdirAll(n.HostPath(dir), 0o755); err != nil {
 			t.Fatal(err)
@@ -117,20 +125,29 @@ func deployLPV(ctx context.Context, t testing.TB, c *framework.Cluster, d *lpvDi
 func deployLPVWith(ctx context.Context, t testing.TB, c *framework.Cluster, d *lpvDisks, extra map[string]string) {
 	t.Helper()
 	var docs []string
-	for _, f := range []string{"namespace", "crd", "rbac-master", "rbac-watcher", "admission-policy", "config", "master", "watcher"} {
-		raw, err := os.ReadFile(filepath.Join("../../deploy/local-volume-provisioner", f+".yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, doc := range strings.Split(string(raw), "\n---\n") {
-			docs = append(docs, patchLPVDoc(t, doc, d, extra))
-		}
+	for _, doc := range lpvManifestDocs(t) {
+		docs = append(docs, patchLPVDoc(t, doc, d, extra))
 	}
 	file := filepath.Join(t.TempDir(), "lpv.yaml")
 	if err := os.WriteFile(file, []byte(strings.Join(docs, "\n---\n")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	applyLPV(ctx, t, c, file)
+}
+
+// lpvManifestDocs returns the YAML documents of deploy/local-volume-provisioner,
+// unchanged, in the order they apply.
+func lpvManifestDocs(t testing.TB) []string {
+	t.Helper()
+	var docs []string
+	for _, f := range []string{"namespace", "crd", "rbac-master", "rbac-watcher", "admission-policy", "config", "master", "watcher"} {
+		raw, err := os.ReadFile(filepath.Join("../../deploy/local-volume-provisioner", f+".yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, strings.Split(string(raw), "\n---\n")...)
+	}
+	return docs
 }
 
 // applyLPV applies the provisioner's manifests in file, removes them when

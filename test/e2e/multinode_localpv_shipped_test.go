@@ -25,29 +25,17 @@ func TestLocalPVShippedManifestsOnNodes(t *testing.T) {
 	c.RequireNodes(t, 2)
 	ctx := t.Context()
 	n := c.Nodes[1]
-	d := &lpvDisks{t: t, n: n, base: "/mnt/e2e-shipped", fast: "/mnt/fast-disks", block: "/mnt/block-disks"}
-	for _, dir := range []string{d.fast, d.block, filepath.Join(d.base, "src"), filepath.Join(d.base, "img")} {
-		if err := os.MkdirAll(n.HostPath(dir), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	d := newLPVDisksAt(t, n, "/mnt/e2e-shipped", "/mnt/fast-disks", "/mnt/block-disks")
+	// Runs before d's own teardown: the shipped class directory is not
+	// below d's base.
 	t.Cleanup(func() {
 		n.UnmountAll(t, d.fast)
 		_ = os.RemoveAll(n.HostPath(filepath.Join(d.fast, "e2e-shipped")))
-		d.teardown()
 	})
 	vol := d.addDir("e2e-shipped")
 
-	var docs []string
-	for _, f := range []string{"namespace", "crd", "rbac-master", "rbac-watcher", "admission-policy", "config", "master", "watcher"} {
-		raw, err := os.ReadFile(filepath.Join("../../deploy/local-volume-provisioner", f+".yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		docs = append(docs, string(raw))
-	}
 	file := filepath.Join(t.TempDir(), "shipped.yaml")
-	if err := os.WriteFile(file, []byte(strings.Join(docs, "\n---\n")), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(strings.Join(lpvManifestDocs(t), "\n---\n")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// Rolls out only if every node's watcher pod starts: no
