@@ -8,7 +8,7 @@
 # kubeadm node, over SSH too. Each unit names its host pid file
 # (X-HostPIDFile) and log, so local-down and the tests find the process
 # however it was last started. docs/local-cluster.md states the contract.
-# Source it after nodes.sh.
+# Source it after preflight.sh and nodes.sh.
 
 SSH_DIR=${LOCAL_UP_DIR}/ssh
 # LOCAL_UP_SSH=false: no SSH servers (the nodes keep their services).
@@ -142,7 +142,7 @@ CONF
 np::ssh::start_control_plane() {
   [[ "${LOCAL_UP_SSH}" != false ]] || return 0
   local default=/usr/libexec/kubernetes/kubelet-plugins/volume/exec holder
-  holder=$(ss -Htlnp "sport = :22" 2>/dev/null | grep -o 'users:(([^)]*))' | head -n1 || true)
+  holder=$(np::preflight::port_holder 22)
   if [[ -n "${holder}" ]]; then
     np::warn "no SSH into the control plane: port 22 is taken by ${holder}; upstream's specs that install a flex driver on the control plane will fail (stop that sshd to have it)"
     return 0

@@ -52,12 +52,18 @@ np::preflight::fuse() {
     "load the fuse kernel module (modprobe fuse); in a container, pass the host's /dev/fuse in"
 }
 
+# np::preflight::port_holder PORT prints the process listening on TCP
+# PORT (ss's users:((...)) field), or nothing.
+np::preflight::port_holder() {
+  ss -Htlnp "sport = :$1" 2>/dev/null | grep -o 'users:(([^)]*))' | head -n1 || true
+}
+
 # np::preflight::ports fails if a port the cluster needs is taken, naming
 # the process that holds it.
 np::preflight::ports() {
   local port holder
   for port in "${CLUSTER_PORTS[@]}"; do
-    holder=$(ss -Htlnp "sport = :${port}" 2>/dev/null | grep -o 'users:(([^)]*))' | head -n1 || true)
+    holder=$(np::preflight::port_holder "${port}")
     if [[ -n "${holder}" ]]; then
       np::die "port ${port} is already in use by ${holder}" \
         "stop that process, or if it is a previous local cluster run 'make local-down'"
