@@ -20,6 +20,7 @@
 # missing ones.
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
+source "${NODEPLUG_ROOT}/hack/lib/image-test.sh"
 source "${NODEPLUG_ROOT}/hack/lib/images.sh"
 source "${NODEPLUG_ROOT}/hack/lib/e2e-upstream.sh"
 
@@ -27,25 +28,12 @@ IMAGE_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 [[ ${EUID} -eq 0 ]] || np::die "chroot, mount and unshare need root" "run it with sudo"
 
 WORK=$(mktemp -d /tmp/nodeplug-e2e-images.XXXXXX)
-cleanup() {
-  local mp
-  for mp in $(awk -v w="${WORK}/" 'index($5, w) == 1 { print $5 }' /proc/self/mountinfo | sort -r); do
-    umount -l "${mp}" || np::warn "could not unmount ${mp}"
-  done
-  rm -rf "${WORK}"
-}
-trap cleanup EXIT
+trap np::image_test::cleanup EXIT
 
 ROOT=
 # The host's env and chroot look the command up in PATH as a container
 # runtime does (busybox's env would run its own applet of that name).
 in_image() { env -i "PATH=${IMAGE_PATH}" chroot "${ROOT}" "$@"; }
-check() {
-  local what=$1
-  shift
-  "$@" >"${WORK}/out" 2>&1 || np::die "${what} failed:"$'\n'"$(cat "${WORK}/out")"
-  np::log "ok: ${what}"
-}
 
 # unpack NAME: extracts WORK/images/NAME.tar into WORK/NAME, sets ROOT, and
 # checks that its reference is the one upstream's specs use.
@@ -91,7 +79,7 @@ test_agnhost() {
     np::die "agnhost's entrypoint and command are $(config agnhost Entrypoint) $(config agnhost Cmd), want /agnhost pause"
   # /proc as in a container: busybox finds itself through /proc/self/exe.
   mount -t proc proc "${ROOT}/proc"
-  check "agnhost --help" in_image /agnhost --help
+  np::image_test::check "agnhost --help" in_image /agnhost --help
   [[ -L "${ROOT}/agnhost-2" && -d "${ROOT}/uploads" ]] || np::die "agnhost: /agnhost-2 or /uploads is missing"
   # The loader in the image lists every program's libraries: none missing.
   in_image /bin/sh -c 'for f in /usr/bin/* /usr/sbin/*; do echo "$f:"; /lib64/ld-linux-x86-64.so.2 --list "$f"; done' \
@@ -104,13 +92,13 @@ test_agnhost() {
     [[ "${got}" == /usr/* ]] || np::die "agnhost: PATH finds ${t} at '${got}', want the real tool under /usr"
   done
   np::log "ok: PATH finds the real tools before busybox"
-  check "ls is coreutils'" in_image sh -c 'ls --version | grep -q coreutils'
-  check "bash, curl, socat, ip, tar, find, sed, grep run" in_image sh -c \
+  np::image_test::check "ls is coreutils'" in_image sh -c 'ls --version | grep -q coreutils'
+  np::image_test::check "bash, curl, socat, ip, tar, find, sed, grep run" in_image sh -c \
     'bash --version && /bin/bash -c true && curl --version && socat -V && ip -V && tar --version && find --version && sed --version && grep --version'
-  check "mkfs.ext4 -V" in_image mkfs.ext4 -V
-  check "sh is dash" test "$(readlink "${ROOT}/bin/sh")" = ../usr/bin/dash
-  check "sh -c runs netcat-openbsd's nc, which has -U" in_image sh -c 'nc -h 2>&1 | grep -q "OpenBSD netcat" && nc -h 2>&1 | grep -q -- "-U"'
-  check "sh -c runs util-linux's nsenter and losetup" in_image sh -c 'nsenter --version | grep -q util-linux && losetup --version | grep -q util-linux'
+  np::image_test::check "mkfs.ext4 -V" in_image mkfs.ext4 -V
+  np::image_test::check "sh is dash" test "$(readlink "${ROOT}/bin/sh")" = ../usr/bin/dash
+  np::image_test::check "sh -c runs netcat-openbsd's nc, which has -U" in_image sh -c 'nc -h 2>&1 | grep -q "OpenBSD netcat" && nc -h 2>&1 | grep -q -- "-U"'
+  np::image_test::check "sh -c runs util-linux's nsenter and losetup" in_image sh -c 'nsenter --version | grep -q util-linux && losetup --version | grep -q util-linux'
   # As upstream's HostPathType Socket spec does; env, chroot and sh exec, so
   # the pid is sh's, then nc's.
   env -i "PATH=${IMAGE_PATH}" chroot "${ROOT}" sh -c 'exec nc -lU /tmp/asocket' >/dev/null 2>&1 &
@@ -129,8 +117,8 @@ test_nginx() {
   [[ "$(config nginx Cmd)" == '["nginx"]' ]] || np::die "nginx's command is $(config nginx Cmd), want nginx"
   mount --bind /dev "${ROOT}/dev"
   mount -t proc proc "${ROOT}/proc"
-  check "nginx -t" in_image nginx -t
-  check "sh, ls and chmod" in_image /bin/sh -c 'ls /usr/share/nginx/html && chmod 0755 /tmp && ls -ld /tmp'
+  np::image_test::check "nginx -t" in_image nginx -t
+  np::image_test::check "sh, ls and chmod" in_image /bin/sh -c 'ls /usr/share/nginx/html && chmod 0755 /tmp && ls -ld /tmp'
   # nginx in a network namespace of its own: port 80 there, not on the host.
   unshare --net --fork sh -c '
     ip link set lo up
@@ -147,7 +135,7 @@ test_nginx() {
 
 test_others() {
   unpack busybox
-  check "busybox sh" in_image sh -c 'ls / >/dev/null'
+  np::image_test::check "busybox sh" in_image sh -c 'ls / >/dev/null'
   unpack pause
   [[ -x "${ROOT}/pause" && "$(config pause Entrypoint)" == '["/pause"]' ]] || np::die "pause: /pause is missing or not the entrypoint"
   np::log "ok: pause"

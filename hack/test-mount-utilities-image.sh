@@ -12,6 +12,7 @@
 # builds it). Needs root, and /dev/fuse for the FUSE part.
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
+source "${NODEPLUG_ROOT}/hack/lib/image-test.sh"
 
 IMAGE=${1:-${LOCAL_UP_DIR}/images/mount-utilities.tar}
 DRIVER=/usr/libexec/kubernetes/kubelet-plugins/volume/exec/nodeplug.io~fuse/fuse
@@ -23,23 +24,9 @@ IMAGE_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 WORK=$(mktemp -d /tmp/nodeplug-mount-utilities.XXXXXX)
 ROOT=${WORK}/rootfs
 
-# cleanup unmounts everything under WORK, deepest first, then removes it.
-cleanup() {
-  local mp
-  for mp in $(awk -v w="${WORK}/" 'index($5, w) == 1 { print $5 }' /proc/self/mountinfo | sort -r); do
-    umount -l "${mp}" || np::warn "could not unmount ${mp}"
-  done
-  rm -rf "${WORK}"
-}
-trap cleanup EXIT
+trap np::image_test::cleanup EXIT
 
 in_image() { chroot "${ROOT}" /bin/env -i "PATH=${IMAGE_PATH}" "$@"; }
-check() {
-  local what=$1
-  shift
-  "$@" >"${WORK}/out" 2>&1 || np::die "${what} failed:"$'\n'"$(cat "${WORK}/out")"
-  np::log "ok: ${what}"
-}
 
 mkdir -p "${ROOT}"
 tar -xf "${IMAGE}" -C "${WORK}" manifest.json
@@ -47,12 +34,12 @@ layer=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[0]["Lay
 tar -xf "${IMAGE}" -O "${layer}" | tar -x -C "${ROOT}"
 
 # The host tools and their links run in the rootfs: libraries and loader are there.
-check "mke2fs -V" in_image /usr/sbin/mke2fs -V
+np::image_test::check "mke2fs -V" in_image /usr/sbin/mke2fs -V
 for t in mkfs.ext2 mkfs.ext3 mkfs.ext4 e2fsck fsck.ext2 fsck.ext3 fsck.ext4; do
-  check "${t} -V" in_image "/usr/sbin/${t}" -V
+  np::image_test::check "${t} -V" in_image "/usr/sbin/${t}" -V
 done
 for t in /usr/sbin/fsck /usr/sbin/blkid /usr/bin/mount /usr/bin/umount; do
-  check "${t} --version" in_image "${t}" --version
+  np::image_test::check "${t} --version" in_image "${t}" --version
 done
 
 # PATH finds the real tools, not busybox's applets in /bin.
@@ -67,13 +54,13 @@ mount -t sysfs sysfs "${ROOT}/sys"
 mount --bind /dev "${ROOT}/dev"
 
 truncate -s 64M "${ROOT}/tmp/disk.img"
-check "mkfs.ext4 on a file" in_image mkfs.ext4 -q -F /tmp/disk.img
-check "fsck -n (util-linux fsck runs fsck.ext4)" in_image fsck -t ext4 -n /tmp/disk.img
+np::image_test::check "mkfs.ext4 on a file" in_image mkfs.ext4 -q -F /tmp/disk.img
+np::image_test::check "fsck -n (util-linux fsck runs fsck.ext4)" in_image fsck -t ext4 -n /tmp/disk.img
 [[ "$(in_image blkid -o value -s TYPE /tmp/disk.img)" == ext4 ]] || np::die "blkid does not see ext4 on the new file system"
 np::log "ok: blkid sees ext4"
-check "mount -o loop" in_image mount -o loop /tmp/disk.img /mnt
-check "write to the ext4 file system" in_image sh -c 'echo hello >/mnt/hello && grep -q hello /mnt/hello'
-check "umount" in_image umount /mnt
+np::image_test::check "mount -o loop" in_image mount -o loop /tmp/disk.img /mnt
+np::image_test::check "write to the ext4 file system" in_image sh -c 'echo hello >/mnt/hello && grep -q hello /mnt/hello'
+np::image_test::check "umount" in_image umount /mnt
 
 # /init: a command's exit status passes through; without one, SIGTERM ends it with 0.
 set +o errexit
