@@ -123,6 +123,7 @@ up_nodes() {
     ) &
     jobs+=($!)
   done
+  NODE_JOBS=("${jobs[@]}")
   np::cluster::start_etcd
   np::cluster::start_apiserver
   mount_pod_rbac
@@ -177,9 +178,19 @@ wait_jobs() {
 
 # half_up tells, when local-up fails after it has started creating state,
 # that the cluster is half up and how to remove it.
+NODE_JOBS=()
 half_up() {
   local rc=$?
   ((rc == 0)) && return 0
+  # The node jobs (namespaces, containerd, image imports) are finished,
+  # not left running behind the message: their short-lived processes
+  # (ctr images import) are no daemon local-down would stop.
+  # The control plane's daemons are jobs of this shell too: wait for the
+  # node jobs alone.
+  if ((${#NODE_JOBS[@]} > 0)); then
+    np::log "waiting for the node jobs that are still running"
+    wait "${NODE_JOBS[@]}" 2>/dev/null || true
+  fi
   printf '\nThe local cluster is half up: what started keeps running for inspection (logs in %s).\n' \
     "${LOCAL_UP_DIR}/logs" >&2
   printf "Remove it with 'make local-down'; 'make local-up' also cleans it up before it starts again.\n" >&2

@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -35,7 +36,8 @@ func (w *handlerWaits) remove(path string) {
 	delete(w.byPath, path)
 }
 
-// take removes and returns the paths waiting for pluginType.
+// take removes and returns the paths waiting for pluginType, sorted, so
+// that they are retried in the same order every time.
 func (w *handlerWaits) take(pluginType string) []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -46,6 +48,7 @@ func (w *handlerWaits) take(pluginType string) []string {
 			delete(w.byPath, p)
 		}
 	}
+	sort.Strings(paths)
 	return paths
 }
 
