@@ -123,7 +123,13 @@ func TestResyncFindsDirectoryCreatedLater(t *testing.T) {
 	startWatcher(t, Options{Classes: []discovery.ClassSpec{{Name: "fast", MountDir: dir, NamePattern: "*"}},
 		Resync: 100 * time.Millisecond}, n)
 	n.next(t)
-	if err := os.MkdirAll(filepath.Join(dir, "vol1"), 0o755); err != nil {
+	// The directory appears with its entry in one step (a rename), so a
+	// resync cannot see it empty in between.
+	staging := filepath.Join(filepath.Dir(dir), "staging")
+	if err := os.MkdirAll(filepath.Join(staging, "vol1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(staging, dir); err != nil {
 		t.Fatal(err)
 	}
 	if c := n.next(t); c.reason != v1alpha1.ReasonResync || c.view.Entries != 1 {
