@@ -88,8 +88,8 @@ out=$(in_image "${DRIVER}" mount /mnt/vol '{"kubernetes.io/pod.name":"test"}')
 awk -v d="${ROOT}/mnt/vol" '$5 == d' /proc/self/mountinfo | grep -q ' - fuse.nodeplug nodeplug-fuse ' ||
   np::die "driver mount: ${ROOT}/mnt/vol is not a fuse.nodeplug mount"
 echo through-fuse >"${ROOT}/mnt/vol/f"
-[[ "$(cat "${ROOT}/var/lib/nodeplug-fuse/vol/f")" == through-fuse ]] ||
-  np::die "a file written through the FUSE mount is not in /var/lib/nodeplug-fuse/vol"
+[[ "$(cat "${ROOT}/var/lib/nodeplug-fuse/mnt_vol/f")" == through-fuse ]] ||
+  np::die "a file written through the FUSE mount is not in /var/lib/nodeplug-fuse/mnt_vol (the backing directory of /mnt/vol)"
 out=$(in_image "${DRIVER}" unmount /mnt/vol)
 [[ "${out}" == '{"status":"Success"}' ]] || np::die "driver unmount: ${out}"
 ! awk -v d="${ROOT}/mnt/vol" '$5 == d' /proc/self/mountinfo | grep -q . ||
