@@ -20,6 +20,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/report"
 	"github.com/nodeplug/nodeplug/pkg/util/dirwatch"
 	"github.com/nodeplug/nodeplug/pkg/util/dirwatch/dirwatchtest"
 )
@@ -180,7 +181,7 @@ func TestNodeEvents(t *testing.T) {
 	good.waitStatus(t)
 	bad := startPlugin(t, filepath.Join(dir, "liar.sock"), pluginInfo(testType, "other"))
 	bad.waitStatus(t)
-	want := map[string]bool{EventPluginRegistered: false, EventPluginRejected: false}
+	want := map[string]bool{report.EventPluginRegistered: false, report.EventPluginRejected: false}
 	for seen := 0; seen < len(want); {
 		select {
 		case ev := <-rec.Events:
