@@ -21,7 +21,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/report"
-	"github.com/nodeplug/nodeplug/pkg/util/dirwatch"
 	"github.com/nodeplug/nodeplug/pkg/util/dirwatch/dirwatchtest"
 )
 
@@ -127,11 +126,6 @@ func TestUnwatchableSubdirectory(t *testing.T) {
 	c := startPlugin(t, filepath.Join(dir, "c.sock"), pluginInfo(testType, "c"))
 	e := startPlugin(t, filepath.Join(dir, "d", "e.sock"), pluginInfo(testType, "e"))
 
-	w, err := newWatcher(dir, withRegistry(fastOptions()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.AddHandler(testType, newRecordingHandler(t))
 	fsw, err := dirwatchtest.NewInjectFS()
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +135,13 @@ func TestUnwatchableSubdirectory(t *testing.T) {
 			_ = os.RemoveAll(victim) // removed while it is added
 		}
 	})
-	w.fs.SetNewFSWatcher(func() (dirwatch.FSWatcher, error) { return fsw, nil })
+	opts := withRegistry(fastOptions())
+	opts.newDirWatcher = fsw.New
+	w, err := newWatcher(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.AddHandler(testType, newRecordingHandler(t))
 	startStarted(t, w)
 	c.waitStatus(t)
 	e.waitStatus(t)
