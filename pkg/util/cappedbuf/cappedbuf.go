@@ -25,8 +25,9 @@ const (
 // ErrFull is what a Fail Buffer's writes return once its cap is reached.
 var ErrFull = errors.New("output exceeds its size limit")
 
-// Buffer keeps the first Max bytes written to it. It is safe for
-// concurrent use; a command's stdout and stderr need one Buffer each.
+// Buffer keeps the first bytes written to it, up to the limit given to
+// New. It is safe for concurrent use; a command's stdout and stderr need
+// one Buffer each.
 type Buffer struct {
 	mu        sync.Mutex
 	buf       []byte
