@@ -11,18 +11,19 @@ import (
 // design. nodeplug_no_pluginwatcher changes nothing here: the plugin
 // watcher is the kubelet's. Validate gets upstream's
 // --flex-volume-plugin-dir.
-type design = designs.Design[hookFunc]
+type design = designs.Design[startFunc]
 
-// hookFunc is a design's start hook: it adds the design's changes to the
-// volume controllers.
-type hookFunc func(h *VolumeHooks)
+// startFunc is a design's start hook (designs.Design.Start; the kubelet's
+// has the same name): it adds the design's changes to the volume
+// controllers.
+type startFunc func(h *VolumeHooks)
 
 // NodeplugOptions are the controller-manager flags of the nodeplug designs
 // compiled in. Their zero values leave the binary exactly as upstream's.
 type NodeplugOptions struct {
 	// The designs' hooks run in this order: mount pods hand flexvolume
 	// discovery the runner of drivers before its hook is built.
-	*designs.List[hookFunc]
+	*designs.List[startFunc]
 }
 
 // NewNodeplugOptions returns the defaults of the compiled-in designs: every

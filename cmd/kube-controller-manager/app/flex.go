@@ -33,12 +33,20 @@ type flexDrivers struct {
 	// users say whether the designs that use the probers are on.
 	users designs.Switches
 	// pods is set by mount pods' hook, which runs before this part's.
-	pods podDrivers
+	pods startPodDrivers
 }
 
-// podDrivers starts the mount pods and returns the runner of flexvolume
-// drivers and the directory of the drivers that only mount pods have.
-type podDrivers func(ctx context.Context, cc upstream.ControllerContext) (utilexec.Interface, string, error)
+// podDrivers is what mount pods give flexvolume discovery, as in the
+// kubelet: the runner that runs each driver in the pod that serves it, and
+// the directory of the drivers that only pods have.
+type podDrivers struct {
+	runner utilexec.Interface
+	dir    string
+}
+
+// startPodDrivers starts the mount pods, when the first volume controller
+// asks for a prober, and returns their podDrivers' runner and directory.
+type startPodDrivers func(ctx context.Context, cc upstream.ControllerContext) (utilexec.Interface, string, error)
 
 func newFlexDrivers() *flexDrivers {
 	return &flexDrivers{calls: driver.Config{InitTimeout: driver.DefaultInitTimeout}}
@@ -47,7 +55,7 @@ func newFlexDrivers() *flexDrivers {
 // design returns the probers' part of the controller-manager: the timeout
 // flags, and the volume controllers' hooks.
 func (f *flexDrivers) design() *design {
-	return designs.Part(f.calls.AddFlags, f.calls.ValidateFlags, &f.users, hookFunc(func(h *VolumeHooks) {
+	return designs.Part(f.calls.AddFlags, f.calls.ValidateFlags, &f.users, startFunc(func(h *VolumeHooks) {
 		p := &flexProbers{pods: f.pods, calls: f.calls}
 		h.Prober = p.factory()
 		h.AttachDetachPods = p.replayWhenReady
@@ -63,7 +71,7 @@ func (f *flexDrivers) design() *design {
 // controller-manager has no object of its own to record events on, so
 // discovery problems are logged and counted in metrics.
 type flexProbers struct {
-	pods podDrivers
+	pods startPodDrivers
 	// calls bounds the driver calls (--experimental-flex-*-timeout).
 	calls   driver.Config
 	mu      sync.Mutex
@@ -102,16 +110,17 @@ func (f *flexProbers) watchReady(ctx context.Context, fn func(ctx context.Contex
 
 // newFlexProbers starts the probers: --flex-volume-plugin-dir, and with
 // mount pods the directory of pod-served drivers.
-func newFlexProbers(ctx context.Context, cc upstream.ControllerContext, pods podDrivers, calls driver.Config) ([]*flexadapter.Source, error) {
+func newFlexProbers(ctx context.Context, cc upstream.ControllerContext, startPods startPodDrivers, calls driver.Config) ([]*flexadapter.Source, error) {
 	dirs := []string{cc.ComponentConfig.PersistentVolumeBinderController.VolumeConfiguration.FlexVolumePluginDir}
 	runner := utilexec.Interface(groupexec.New())
-	if pods != nil {
+	if startPods != nil {
+		var pods podDrivers
 		var err error
-		var podDir string
-		if runner, podDir, err = pods(ctx, cc); err != nil {
+		if pods.runner, pods.dir, err = startPods(ctx, cc); err != nil {
 			return nil, err
 		}
-		dirs = append(dirs, podDir)
+		runner = pods.runner
+		dirs = append(dirs, pods.dir)
 	}
 	nodes := cc.InformerFactory.Core().V1().Nodes()
 	// Until the node informer has synced the check fails, which the

@@ -8,7 +8,7 @@ import "github.com/nodeplug/nodeplug/pkg/designs"
 // switches nodeplug's flexvolume probers (flex.go) on instead of
 // upstream's.
 func newFlexDiscovery(flex *flexDrivers) *design {
-	return designs.Switch[hookFunc]("flexdiscovery", "experimental-flexvolume-discovery",
+	return designs.Switch[startFunc]("flexdiscovery", "experimental-flexvolume-discovery",
 		"Use nodeplug's event-driven flexvolume driver discovery on --flex-volume-plugin-dir instead of upstream's prober. "+
 			"The attach/detach and SELinux-warning controllers share one watcher.", &flex.users)
 }

@@ -18,11 +18,12 @@ import (
 // nodeplug_no_flexdiscovery, pluginwatcher.go: nodeplug_no_pluginwatcher,
 // mountpods.go: nodeplug_no_mountpods); the file built with the tag
 // instead returns no design. Validate gets the kubelet's --root-dir.
-type design = designs.Design[customizeFunc]
+type design = designs.Design[startFunc]
 
-// customizeFunc is a design's start hook: it changes the kubelet's
+// startFunc is a design's start hook (designs.Design.Start; the
+// controller-manager's has the same name): it changes the kubelet's
 // dependencies (see CustomizeDependencies).
-type customizeFunc func(ctx context.Context, s *options.KubeletServer, deps *kubelet.Dependencies, node *v1.ObjectReference) error
+type startFunc func(ctx context.Context, s *options.KubeletServer, deps *kubelet.Dependencies, node *v1.ObjectReference) error
 
 // NodeplugOptions are the kubelet flags of the nodeplug designs compiled
 // in. Every one is named --experimental-*, and their zero values leave the
@@ -31,7 +32,7 @@ type NodeplugOptions struct {
 	// The designs' hooks run in this order: mount pods hand flexvolume
 	// discovery the runner of drivers before it starts, and the kubelet
 	// Options they append run in the same order.
-	*designs.List[customizeFunc]
+	*designs.List[startFunc]
 }
 
 // NewNodeplugOptions returns the defaults of the compiled-in designs: every

@@ -55,7 +55,7 @@ func newFlexDrivers() *flexDrivers {
 // design returns the prober's part of the kubelet: the timeout flags, and
 // its start after the designs that use it have set it up.
 func (f *flexDrivers) design() *design {
-	return designs.Part(f.calls.AddFlags, f.calls.ValidateFlags, &f.users, customizeFunc(f.start))
+	return designs.Part(f.calls.AddFlags, f.calls.ValidateFlags, &f.users, startFunc(f.start))
 }
 
 // start replaces upstream's flexvolume prober with nodeplug's on

@@ -7,6 +7,6 @@ import "github.com/nodeplug/nodeplug/pkg/designs"
 // newFlexDiscovery returns the flexdiscovery design: one flag that
 // switches nodeplug's flexvolume prober (flex.go) on instead of upstream's.
 func newFlexDiscovery(flex *flexDrivers) *design {
-	return designs.Switch[customizeFunc]("flexdiscovery", "experimental-flexvolume-discovery",
+	return designs.Switch[startFunc]("flexdiscovery", "experimental-flexvolume-discovery",
 		"Use nodeplug's event-driven flexvolume driver discovery on --volume-plugin-dir instead of upstream's prober.", &flex.users)
 }

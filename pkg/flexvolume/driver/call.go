@@ -8,12 +8,13 @@ import (
 	"io"
 	"io/fs"
 	osexec "os/exec"
-	"sync"
 	"syscall"
 	"time"
 
 	"k8s.io/klog/v2"
 	utilexec "k8s.io/utils/exec"
+
+	"github.com/nodeplug/nodeplug/pkg/util/cappedbuf"
 )
 
 // Call implements Driver.
@@ -56,8 +57,9 @@ func (d *driver) run(ctx context.Context, timeout time.Duration, argv []string) 
 		cctx, cancel = context.WithTimeout(ctx, timeout)
 	}
 	defer cancel()
-	stdout := &cappedBuffer{max: d.cfg.MaxOutputBytes}
-	stderr := &cappedBuffer{max: d.cfg.MaxOutputBytes}
+	// A driver that writes more than the cap gets SIGPIPE.
+	stdout := cappedbuf.New(d.cfg.MaxOutputBytes, cappedbuf.Fail)
+	stderr := cappedbuf.New(d.cfg.MaxOutputBytes, cappedbuf.Fail)
 	c, err := d.start(cctx, argv, stdout, stderr)
 	if err != nil {
 		return runResult{err: err}
@@ -68,7 +70,7 @@ func (d *driver) run(ctx context.Context, timeout time.Duration, argv []string) 
 		err = nil
 	}
 	res := runResult{stdout: stdout.Bytes(), stderr: stderr.Bytes(), err: err}
-	res.tooLarge = stdout.Overflowed() || stderr.Overflowed()
+	res.tooLarge = stdout.Truncated() || stderr.Truncated()
 	if err != nil && cctx.Err() != nil {
 		res.timedOut = ctx.Err() == nil
 		res.canceled = ctx.Err() != nil
@@ -191,65 +193,4 @@ func startError(err error) error {
 		return fmt.Errorf("%w: %w", ErrExecutableNotFound, err)
 	}
 	return fmt.Errorf("running driver: %w", err)
-}
-
-// cappedBuffer keeps at most max bytes; writing more fails, which makes
-// os/exec close the pipe so a chatty driver gets SIGPIPE instead of filling
-// memory.
-type cappedBuffer struct {
-	mu       sync.Mutex
-	buf      bytes.Buffer
-	max      int
-	overflow bool
-}
-
-func (b *cappedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.overflow {
-		return 0, ErrOutputTooLarge
-	}
-	if room := b.max - b.buf.Len(); len(p) > room {
-		b.buf.Write(p[:room])
-		b.overflow = true
-		return room, ErrOutputTooLarge
-	}
-	return b.buf.Write(p)
-}
-
-// ReadFrom lets io.Copy (and so os/exec) fill the buffer without its own
-// 32 KiB copy buffer.
-func (b *cappedBuffer) ReadFrom(r io.Reader) (int64, error) {
-	chunk := make([]byte, 4096)
-	var total int64
-	for {
-		n, err := r.Read(chunk)
-		if n > 0 {
-			w, werr := b.Write(chunk[:n])
-			total += int64(w)
-			if werr != nil {
-				return total, werr
-			}
-		}
-		if errors.Is(err, io.EOF) {
-			return total, nil
-		}
-		if err != nil {
-			return total, err
-		}
-	}
-}
-
-// Bytes returns a copy of what was kept.
-func (b *cappedBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.buf.Bytes())
-}
-
-// Overflowed reports whether a write was refused.
-func (b *cappedBuffer) Overflowed() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.overflow
 }

@@ -99,10 +99,11 @@ type Options struct {
 	// Clock is for tests.
 	Clock clock.Clock
 
-	// newWatcher and eventHook are test seams: fsnotify's replacement (nil:
-	// fsnotify), and a hook the populator calls on each watcher event.
-	newWatcher func() (dirwatch.FSWatcher, error)
-	eventHook  func(dirwatch.Event)
+	// newDirWatcher and eventHook are test seams: what makes the plugin
+	// directory's watcher (nil: dirwatch.New), and a hook the populator
+	// calls on each watcher event.
+	newDirWatcher dirwatch.NewFunc
+	eventHook     func(dirwatch.Event)
 }
 
 func (o Options) withDefaults() Options {
@@ -118,6 +119,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
+	}
+	if o.newDirWatcher == nil {
+		o.newDirWatcher = dirwatch.New
 	}
 	return o
 }

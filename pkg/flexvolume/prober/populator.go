@@ -37,7 +37,7 @@ type populator struct {
 }
 
 func newPopulator(root string, opts *Options, dsw *desiredState, st *stats) (*populator, error) {
-	w, err := dirwatch.New(root, dirwatch.Options{
+	w, err := opts.newDirWatcher(root, dirwatch.Options{
 		MaxDepth:       1, // nothing below <vendor>~<driver>/ can change a driver
 		FollowSymlinks: true,
 		CreateRoot:     true,
@@ -46,7 +46,6 @@ func newPopulator(root string, opts *Options, dsw *desiredState, st *stats) (*po
 		RetryMax:       opts.DirRetryMax,
 		Metrics:        &watchMetrics{stats: st},
 		Clock:          opts.Clock,
-		NewFSWatcher:   opts.newWatcher,
 	})
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/fsnotify/fsnotify"
 
@@ -24,7 +25,7 @@ func injectOptions(t *testing.T) (Options, *dirwatchtest.InjectFS) {
 		t.Fatal(err)
 	}
 	opts := testOptions(&sink{})
-	opts.newWatcher = func() (dirwatch.FSWatcher, error) { return w, nil }
+	opts.newDirWatcher = w.New
 	return opts, w
 }
 
@@ -179,4 +180,58 @@ func TestWatcherErrorIsNotFatal(t *testing.T) {
 	w.Inject(errors.New("some watch error"))
 	install(t, root, "example.com~nfs", "nfs", script(capsNoAttach))
 	waitFor(t, p, "install after an error", ready("example.com/nfs", false))
+}
+
+// TestDirEventsFromFake drives the populator with a fake directory
+// watcher, so that only the events it is sent exist: the first Rescan
+// scans, a RootUnavailable is a plugin directory problem, and the Rescan
+// of the directory recovered clears it and scans everything again.
+func TestDirEventsFromFake(t *testing.T) {
+	root := t.TempDir()
+	install(t, root, "example.com~a", "a", script(capsNoAttach))
+	fake := dirwatchtest.NewFake(root, nil)
+	opts := testOptions(&sink{})
+	opts.newDirWatcher = fake.New
+	go fake.Send(t.Context(), dirwatch.Event{Op: dirwatch.Rescan, Reason: dirwatch.ReasonStarted})
+	p := newTestProber(t, root, opts)
+	waitFor(t, p, "driver present at start", ready("example.com/a", false))
+	if o := fake.Options(); o.MaxDepth != 1 || !o.FollowSymlinks || !o.CreateRoot {
+		t.Errorf("watcher options %+v, want MaxDepth 1, FollowSymlinks and CreateRoot", o)
+	}
+
+	steps := []struct {
+		name string
+		ev   dirwatch.Event
+		// install is a driver directory installed before ev is sent,
+		// unseen but for ev.
+		install string
+		want    func(*Snapshot) bool
+	}{
+		{
+			name: "root unavailable",
+			ev:   dirwatch.Event{Op: dirwatch.RootUnavailable, Path: root, Err: errors.New("injected"), RetryIn: time.Second},
+			want: func(s *Snapshot) bool { return s.Problems[problemPluginDir] != "" },
+		},
+		{
+			name:    "root recovered",
+			ev:      dirwatch.Event{Op: dirwatch.Rescan, Reason: dirwatch.ReasonRootRecovered},
+			install: "b",
+			want: func(s *Snapshot) bool {
+				return s.Problems[problemPluginDir] == "" && ready("example.com/b", false)(s)
+			},
+		},
+		{
+			name:    "overflow",
+			ev:      dirwatch.Event{Op: dirwatch.Rescan, Reason: dirwatch.ReasonOverflow},
+			install: "c",
+			want:    ready("example.com/c", false),
+		},
+	}
+	for _, st := range steps {
+		if st.install != "" {
+			install(t, root, "example.com~"+st.install, st.install, script(capsNoAttach))
+		}
+		fake.Send(t.Context(), st.ev)
+		waitFor(t, p, st.name, st.want)
+	}
 }

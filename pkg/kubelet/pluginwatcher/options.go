@@ -11,6 +11,7 @@ import (
 
 	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/reconciler"
 	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/report"
+	"github.com/nodeplug/nodeplug/pkg/util/dirwatch"
 )
 
 // Defaults for Options. They are part of the wire contract (README.md).
@@ -92,6 +93,10 @@ type Options struct {
 	// are rate-limited like the logs.
 	Recorder record.EventRecorder
 	NodeRef  *v1.ObjectReference
+
+	// newDirWatcher makes the directory watcher (nil: dirwatch.New); tests
+	// replace it.
+	newDirWatcher dirwatch.NewFunc
 }
 
 func (o Options) withDefaults() Options {

@@ -20,7 +20,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/nodeplug/nodeplug/pkg/util/dirwatch"
+	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/report"
 	"github.com/nodeplug/nodeplug/pkg/util/dirwatch/dirwatchtest"
 )
 
@@ -126,11 +126,6 @@ func TestUnwatchableSubdirectory(t *testing.T) {
 	c := startPlugin(t, filepath.Join(dir, "c.sock"), pluginInfo(testType, "c"))
 	e := startPlugin(t, filepath.Join(dir, "d", "e.sock"), pluginInfo(testType, "e"))
 
-	w, err := newWatcher(dir, withRegistry(fastOptions()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.AddHandler(testType, newRecordingHandler(t))
 	fsw, err := dirwatchtest.NewInjectFS()
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +135,13 @@ func TestUnwatchableSubdirectory(t *testing.T) {
 			_ = os.RemoveAll(victim) // removed while it is added
 		}
 	})
-	w.fs.SetNewFSWatcher(func() (dirwatch.FSWatcher, error) { return fsw, nil })
+	opts := withRegistry(fastOptions())
+	opts.newDirWatcher = fsw.New
+	w, err := newWatcher(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.AddHandler(testType, newRecordingHandler(t))
 	startStarted(t, w)
 	c.waitStatus(t)
 	e.waitStatus(t)
@@ -180,7 +181,7 @@ func TestNodeEvents(t *testing.T) {
 	good.waitStatus(t)
 	bad := startPlugin(t, filepath.Join(dir, "liar.sock"), pluginInfo(testType, "other"))
 	bad.waitStatus(t)
-	want := map[string]bool{EventPluginRegistered: false, EventPluginRejected: false}
+	want := map[string]bool{report.EventPluginRegistered: false, report.EventPluginRejected: false}
 	for seen := 0; seen < len(want); {
 		select {
 		case ev := <-rec.Events:

@@ -9,7 +9,6 @@ import (
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
 	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/cache"
-	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/report"
 	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/socket"
 )
 
@@ -78,33 +77,6 @@ const (
 	IdentityReject = socket.IdentityReject
 	// IdentityWarn registers the plugin anyway and logs a warning.
 	IdentityWarn = socket.IdentityWarn
-)
-
-// SocketSuffix is the conventional extension of a registration socket.
-const SocketSuffix = socket.Suffix
-
-// EscapeName turns a plugin name into the form used in socket file names:
-// every "/" becomes "_".
-func EscapeName(pluginName string) string {
-	return socket.EscapeName(pluginName)
-}
-
-// SocketCarriesName reports whether the socket at rel (its path relative to
-// the watched directory, "/"-separated) carries pluginName; see
-// socket.CarriesName for the convention.
-func SocketCarriesName(rel, pluginName string) bool {
-	return socket.CarriesName(rel, pluginName)
-}
-
-// Event reasons posted on the Node when Options.Recorder is set.
-const (
-	EventPluginRegistered     = report.EventPluginRegistered
-	EventPluginDeregistered   = report.EventPluginDeregistered
-	EventPluginRejected       = report.EventPluginRejected
-	EventPluginFailed         = report.EventPluginFailed
-	EventPluginThrottled      = report.EventPluginThrottled
-	EventStaleSocketRemoved   = report.EventStaleSocketRemoved
-	EventPluginDirUnwatchable = report.EventPluginDirUnwatchable
 )
 
 var pluginTypeRE = regexp.MustCompile(`^([A-Z][A-Za-z0-9]*Plugin|nodeplug\.io/[A-Z][A-Za-z0-9]*)$`)

@@ -46,7 +46,7 @@ type watcher struct {
 	dsw      cache.DesiredStateOfWorld
 	asw      cache.ActualStateOfWorld
 	queue    workqueue.TypedDelayingInterface[string]
-	fs       *watch.FSWatcher
+	fs       watch.Watcher
 	rec      reconciler.Reconciler
 	throttle *throttle.Buckets
 	slots    *slots.Slots
@@ -81,7 +81,7 @@ func newWatcher(dir string, opts Options) (*watcher, error) {
 		metrics:  metrics.New(),
 	}
 	w.queue = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{})
-	w.fs = watch.New(w.dir, w.dsw, w.queue.Add, w.rep, w.metrics)
+	w.fs = watch.New(w.dir, w.dsw, w.queue.Add, w.rep, w.metrics, opts.newDirWatcher)
 	w.throttle = throttle.New(opts.ThrottleRate, opts.ThrottleBurst, w.queue.Add, nil)
 	w.rec = reconciler.New(opts.reconcilerConfig(), reconciler.Dependencies{
 		DesiredState: w.dsw,

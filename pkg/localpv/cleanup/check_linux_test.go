@@ -119,7 +119,7 @@ func TestCleanChecksMachineFirst(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	for _, kind := range []report.VolumeKind{report.KindDirectory, report.KindBlock} {
 		t.Run(string(kind), func(t *testing.T) {
-			checker := &FakeChecker{MachineErr: mismatch}
+			checker := &fakeChecker{MachineErr: mismatch}
 			exec := &testingexec.FakeExec{ExactOrder: true}
 			c := NewCleaner(exec, &discovery.Scanner{}, checker, discovery.SelfMountInfo, &bytes.Buffer{})
 			exp := Expected{MachineID: "a", DiskID: "wwn:naa.1"}

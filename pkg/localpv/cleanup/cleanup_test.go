@@ -17,7 +17,7 @@ import (
 )
 
 func newTestCleaner(exec utilexec.Interface) Cleaner {
-	return NewCleaner(exec, &discovery.Scanner{}, &FakeChecker{}, discovery.SelfMountInfo, &bytes.Buffer{})
+	return NewCleaner(exec, &discovery.Scanner{}, &fakeChecker{}, discovery.SelfMountInfo, &bytes.Buffer{})
 }
 
 func TestCleanDirectoryKeepsMountPoint(t *testing.T) {

@@ -24,7 +24,7 @@ func TestDirectoryEventsMapToReasons(t *testing.T) {
 	n := &fakeNotifier{calls: make(chan call, 10)}
 	w := New(Options{Classes: []discovery.ClassSpec{{Name: "fast", MountDir: dir, NamePattern: "*"}},
 		Resync: time.Hour, Debounce: time.Millisecond}, &discovery.Scanner{}, n).(*watcher)
-	w.newDirWatcher = func(string) (dirwatch.Watcher, error) { return fake, nil }
+	w.newDirWatcher = fake.New
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error)
@@ -38,6 +38,9 @@ func TestDirectoryEventsMapToReasons(t *testing.T) {
 	})
 	if c := n.next(t); c.reason != v1alpha1.ReasonStarted {
 		t.Fatalf("first notification = %+v", c)
+	}
+	if o := fake.Options(); o.MaxDepth != 0 || o.RetryMin != time.Hour || o.RetryMax != time.Hour {
+		t.Errorf("class directory watched with %+v, want the directory alone, retried every resync", o)
 	}
 	tests := []struct {
 		name string

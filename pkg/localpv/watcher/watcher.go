@@ -40,7 +40,7 @@ type watcher struct {
 	scanner  *discovery.Scanner
 	notifier Notifier
 	// newDirWatcher makes the watcher of a class directory; tests replace it.
-	newDirWatcher func(dir string) (dirwatch.Watcher, error)
+	newDirWatcher dirwatch.NewFunc
 }
 
 var _ Watcher = &watcher{}
@@ -62,9 +62,7 @@ func New(opts Options, scanner *discovery.Scanner, notifier Notifier) Watcher {
 	if opts.RetryMax < opts.RetryBase {
 		opts.RetryMax = max(opts.RetryBase, time.Minute)
 	}
-	w := &watcher{opts: opts, scanner: scanner, notifier: notifier}
-	w.newDirWatcher = func(dir string) (dirwatch.Watcher, error) { return newDirWatcher(dir, opts.Resync) }
-	return w
+	return &watcher{opts: opts, scanner: scanner, notifier: notifier, newDirWatcher: dirwatch.New}
 }
 
 func (w *watcher) Run(ctx context.Context) error {
@@ -103,7 +101,9 @@ func (w *watcher) watchDirs(ctx context.Context) ([]dirwatch.Watcher, error) {
 			continue
 		}
 		seen[c.MountDir] = true
-		dw, err := w.newDirWatcher(c.MountDir)
+		// The class directory itself: volumes are its entries. A missing
+		// one is retried every resync period.
+		dw, err := w.newDirWatcher(c.MountDir, dirwatch.Options{MaxDepth: 0, RetryMin: w.opts.Resync, RetryMax: w.opts.Resync})
 		if err != nil {
 			return nil, fmt.Errorf("failed to watch class %s directory %s: %w", c.Name, c.MountDir, err)
 		}
@@ -111,10 +111,6 @@ func (w *watcher) watchDirs(ctx context.Context) ([]dirwatch.Watcher, error) {
 		out = append(out, dw)
 	}
 	return out, nil
-}
-
-func newDirWatcher(dir string, resync time.Duration) (dirwatch.Watcher, error) {
-	return dirwatch.New(dir, dirwatch.Options{MaxDepth: 0, RetryMin: resync, RetryMax: resync})
 }
 
 // loop turns signals into notifications, paced by a pacer, and recomputes

@@ -154,7 +154,9 @@ type Options struct {
 	Metrics Metrics
 	// Clock is for tests.
 	Clock clock.Clock
-	// NewFSWatcher replaces fsnotify, for tests.
+	// NewFSWatcher replaces fsnotify, for dirwatch's own tests and
+	// dirwatchtest.InjectFS; callers replace the whole Watcher instead
+	// (NewFunc).
 	NewFSWatcher func() (FSWatcher, error)
 }
 
@@ -210,6 +212,14 @@ func (o Options) withDefaults() Options {
 	}
 	return o
 }
+
+// NewFunc makes a Watcher of the tree at root. New is the real one; it is
+// the one seam of dirwatch's callers: each keeps a NewFunc (nil: New) that
+// its tests replace with dirwatchtest.Fake's New, or with InjectFS's New
+// for a real Watcher on an injecting fsnotify.
+type NewFunc func(root string, opts Options) (Watcher, error)
+
+var _ NewFunc = New
 
 // New returns a Watcher of the tree at root, which must be absolute.
 func New(root string, opts Options) (Watcher, error) {

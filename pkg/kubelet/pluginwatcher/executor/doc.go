@@ -8,6 +8,6 @@
 // listens on the socket and ErrGone when the file is no longer a socket, so
 // that the reconciler can tell a stale socket from a slow one.
 //
-// FakeExecutor and FakeMonitor stand in for both without sockets, for the
-// reconciler's tests.
+// Package executortest has FakeExecutor and FakeMonitor, which stand in
+// for both without sockets, for the reconciler's tests.
 package executor

@@ -41,6 +41,10 @@ func (c *Conn) Close() {
 	}
 }
 
+// Keep hands the connection over to a Monitor: Close leaves it open from
+// now on. Every Monitor's Watch calls it.
+func (c *Conn) Keep() { c.keep = true }
+
 func (c *Conn) closeNow() {
 	if c != nil && c.cc != nil {
 		_ = c.cc.Close()

@@ -41,7 +41,7 @@ func NewMonitor(onDrop func(path string)) Monitor {
 
 // Watch implements Monitor.
 func (m *monitors) Watch(ctx context.Context, path string, conn *Conn) {
-	conn.keep = true
+	conn.Keep()
 	ctx, cancel := context.WithCancel(ctx)
 	m.mu.Lock()
 	if old := m.cancels[path]; old != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/cache"
 	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/executor"
+	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/executor/executortest"
 	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/metrics"
 	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/report"
 	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/slots"
@@ -204,7 +205,7 @@ func newAttemptReconciler(t *testing.T, exec *fakeExec, failHandler bool) (*reco
 		DesiredState: cache.NewDesiredStateOfWorld(nil),
 		ActualState:  cache.NewActualStateOfWorld(),
 		Executor:     exec,
-		Monitor:      executor.NewFakeMonitor(),
+		Monitor:      executortest.NewFakeMonitor(),
 		Throttle:     throttle.New(1, 5, func(string) {}, nil),
 		Reporter:     rep,
 		Metrics:      metrics.New(),

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/cache"
-	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/executor"
+	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/executor/executortest"
 )
 
 // allInstances is the policy of upstream's DRA manager and, since v1.37,
@@ -162,7 +162,7 @@ var keepRegisteredCases = []reconcilerCase{{
 // endpoint makes label's plugin claim the endpoint socket ep instead of
 // its registration socket.
 func endpoint(label, ep string) action {
-	return plugin(label, func(p *executor.FakePlugin) { p.Info.Endpoint = socketPath(ep) })
+	return plugin(label, func(p *executortest.FakePlugin) { p.Info.Endpoint = socketPath(ep) })
 }
 
 func repeat(line string, n int) []string {

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nodeplug/registrar"
+
 	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/cache"
 	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/executor"
 	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/metrics"
@@ -198,7 +200,7 @@ func (r *reconciler) register(ctx context.Context, d cache.DesiredSocket) time.D
 	if !r.identityOK(ctx, conn, &inst) {
 		return 0
 	}
-	if nameKey := socket.EscapeName(info.Name); nameKey != fileKey && !r.throttle.Admit(nameKey, d.Path) {
+	if nameKey := registrar.EscapeName(info.Name); nameKey != fileKey && !r.throttle.Admit(nameKey, d.Path) {
 		r.throttled(nameKey, d.Path)
 		return 0
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/executor"
+	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/executor/executortest"
 	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/socket"
 )
 
@@ -165,13 +165,13 @@ var backoffCases = []reconcilerCase{{
 	name: "an identity-policy refusal is final for that socket file",
 	opts: Config{IdentityPolicy: socket.IdentityReject},
 	steps: []step{{
-		do:   []action{create(sock{"pi.1", 1}), plugin("pi.1", func(p *executor.FakePlugin) { p.Info.Name = "rho" })},
+		do:   []action{create(sock{"pi.1", 1}), plugin("pi.1", func(p *executortest.FakePlugin) { p.Info.Name = "rho" })},
 		want: []string{"status pi.1 failed"},
 	}, {
 		do:   []action{touch("pi.1")},
 		wait: 10 * time.Minute,
 	}, {
-		do:   []action{create(sock{"pi.1", 2}), plugin("pi.1", func(p *executor.FakePlugin) { p.Info.Name = "rho" })},
+		do:   []action{create(sock{"pi.1", 2}), plugin("pi.1", func(p *executortest.FakePlugin) { p.Info.Name = "rho" })},
 		want: []string{"status pi.1 failed"},
 	}, {
 		do:         []action{create(sock{"pi.1", 3})}, // a new file, now with the plugin's name
@@ -181,7 +181,7 @@ var backoffCases = []reconcilerCase{{
 }, {
 	name: "a plugin type without a handler is retried until one is added",
 	steps: []step{{
-		do:   []action{create(sock{"eta.1", 1}), plugin("eta.1", func(p *executor.FakePlugin) { p.Info.Type = "OtherPlugin" })},
+		do:   []action{create(sock{"eta.1", 1}), plugin("eta.1", func(p *executortest.FakePlugin) { p.Info.Type = "OtherPlugin" })},
 		want: []string{"status eta.1 failed", "retry eta.1 10ms"},
 	}, {
 		do:         []action{func(tb *testbed) { tb.handlers["OtherPlugin"] = tb.h }},

@@ -13,7 +13,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/cache"
-	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/executor"
+	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/executor/executortest"
 	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/metrics"
 	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/report"
 	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/socket"
@@ -36,7 +36,7 @@ type testbed struct {
 	t     *testing.T
 	ctx   context.Context
 	clock *fakeClock
-	net   *executor.FakeExecutor
+	net   *executortest.FakeExecutor
 	queue *fakeQueue
 	h     *scriptedHandler
 	dsw   cache.DesiredStateOfWorld
@@ -63,7 +63,7 @@ func newTestbed(t *testing.T, opts Config, h *scriptedHandler, handler cache.Han
 	rep.SetLogger(logger)
 	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
 	tb := &testbed{t: t, ctx: ctx, clock: clock, h: h, handlers: map[string]cache.Handler{testType: handler}, pending: map[string]string{}}
-	tb.net = executor.NewFakeExecutor()
+	tb.net = executortest.NewFakeExecutor()
 	tb.net.Record = func(op, path, detail string) { tb.record("%s", strings.TrimSpace(op+" "+labelOf(path)+" "+detail)) }
 	tb.queue = &fakeQueue{clock: clock, waiting: map[string]time.Time{}}
 	h.t, h.record = t, tb.record
@@ -73,7 +73,7 @@ func newTestbed(t *testing.T, opts Config, h *scriptedHandler, handler cache.Han
 		DesiredState: tb.dsw,
 		ActualState:  tb.asw,
 		Executor:     tb.net,
-		Monitor:      executor.NewFakeMonitor(), // the connection stays up; drop() simulates a drop
+		Monitor:      executortest.NewFakeMonitor(), // the connection stays up; drop() simulates a drop
 		Throttle:     throttle.New(opts.ThrottleRate, opts.ThrottleBurst, tb.queue.add, clock.now),
 		Reporter:     rep,
 		Metrics:      metrics.New(),
@@ -295,7 +295,7 @@ func create(socks ...sock) action {
 			tb.ino++
 			path := socketPath(s.label)
 			tb.net.Files[path] = socket.ID{Ino: tb.ino, Ctime: s.ctime}
-			tb.net.Plugins[path] = &executor.FakePlugin{Info: pluginInfo(testType, name)}
+			tb.net.Plugins[path] = &executortest.FakePlugin{Info: pluginInfo(testType, name)}
 			tb.observe(s.label)
 		}
 	}
@@ -323,16 +323,16 @@ func remove(labels ...string) action {
 }
 
 // plugin changes what listens on label's socket.
-func plugin(label string, change func(*executor.FakePlugin)) action {
+func plugin(label string, change func(*executortest.FakePlugin)) action {
 	return func(tb *testbed) { change(tb.net.Plugins[socketPath(label)]) }
 }
 
 func probeFails(label string, err error, times int) action {
-	return plugin(label, func(p *executor.FakePlugin) { p.ProbeErr, p.FailProbes = err, times })
+	return plugin(label, func(p *executortest.FakePlugin) { p.ProbeErr, p.FailProbes = err, times })
 }
 
 func notifyFails(label string, times int) action {
-	return plugin(label, func(p *executor.FakePlugin) { p.FailNotify = times })
+	return plugin(label, func(p *executortest.FakePlugin) { p.FailNotify = times })
 }
 
 // handlerFails makes the handler call "<op> <label>" fail times times.

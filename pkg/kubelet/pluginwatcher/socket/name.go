@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path"
 	"strings"
+
+	"github.com/nodeplug/registrar"
 )
 
 // Suffix is the conventional extension of a registration socket.
@@ -21,13 +23,6 @@ const (
 	IdentityWarn IdentityPolicy = "Warn"
 )
 
-// EscapeName turns a plugin name into the form used in socket file names:
-// every "/" (as in device-plugin resource names such as "example.com/gpu")
-// becomes "_".
-func EscapeName(pluginName string) string {
-	return strings.ReplaceAll(pluginName, "/", "_")
-}
-
 // CarriesName reports whether the socket at rel (its path relative to the
 // watched directory, "/"-separated) carries pluginName.
 //
@@ -40,7 +35,7 @@ func CarriesName(rel, pluginName string) bool {
 	if pluginName == "" {
 		return false
 	}
-	if hasNamePrefix(path.Base(rel), EscapeName(pluginName)) {
+	if hasNamePrefix(path.Base(rel), registrar.EscapeName(pluginName)) {
 		return true
 	}
 	return strings.Contains(pluginName, "/") && hasNamePrefix(rel, pluginName)
@@ -81,7 +76,7 @@ func CheckIdentity(policy IdentityPolicy, c Claim) (warn bool, err error) {
 	if c.Carried() {
 		return false, nil
 	}
-	want := EscapeName(c.Name) + "[.|-|_<suffix>]"
+	want := registrar.EscapeName(c.Name) + "[.|-|_<suffix>]"
 	if isDRA(c.Type) {
 		want += ", or dra-<hash>-reg.sock if " + c.Name + "-<hash>-reg.sock would not fit in the directory"
 	}

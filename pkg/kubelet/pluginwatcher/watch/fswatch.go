@@ -22,11 +22,12 @@ import (
 // retried.
 const rootRetryInterval = time.Second
 
-// fsWatcher populates the desired state from dirwatch's events on root: it
-// records every unix socket below it. It never contacts plugins; it only
-// calls enqueue for paths whose state changed. The watching itself (watches
-// on new directories, the directory re-created, overflows) is dirwatch's.
-type fsWatcher struct {
+// socketWatcher is the Watcher: it populates the desired state from
+// dirwatch's events on root, recording every unix socket below it. It
+// never contacts plugins; it only calls enqueue for paths whose state
+// changed. The watching itself (watches on new directories, the directory
+// re-created, overflows) is dirwatch's.
+type socketWatcher struct {
 	root    string
 	dsw     cache.DesiredStateOfWorld
 	enqueue func(path string)
@@ -34,13 +35,11 @@ type fsWatcher struct {
 	metrics *metrics.Metrics
 	dw      dirwatch.Watcher
 	stop    context.CancelFunc
-	// newFS replaces fsnotify in tests (nil: fsnotify).
-	newFS func() (dirwatch.FSWatcher, error)
+	// newDirWatcher makes the directory watcher; tests replace it.
+	newDirWatcher dirwatch.NewFunc
 }
 
-func newFSWatcher(root string, dsw cache.DesiredStateOfWorld, enqueue func(string), rep report.Reporter, m *metrics.Metrics) *fsWatcher {
-	return &fsWatcher{root: root, dsw: dsw, enqueue: enqueue, rep: rep, metrics: m}
-}
+var _ Watcher = &socketWatcher{}
 
 // watchMetrics counts directories that cannot be watched in
 // watch_errors_total.
@@ -51,10 +50,10 @@ type watchMetrics struct {
 
 func (w watchMetrics) WatchFailed(string, error) { w.m.WatchErrors.Inc() }
 
-// start creates root, watches it and performs the initial scan, which
+// Start creates root, watches it and performs the initial scan, which
 // re-discovers every socket left by a previous kubelet (restart recovery).
-func (w *fsWatcher) start(ctx context.Context) error {
-	dw, err := dirwatch.New(w.root, dirwatch.Options{
+func (w *socketWatcher) Start(ctx context.Context) error {
+	dw, err := w.newDirWatcher(w.root, dirwatch.Options{
 		MaxDepth:       dirwatch.Unlimited,
 		Ignore:         ignoredBase,
 		CreateRoot:     true,
@@ -63,7 +62,6 @@ func (w *fsWatcher) start(ctx context.Context) error {
 		RetryMin:       rootRetryInterval,
 		RetryMax:       rootRetryInterval,
 		Metrics:        watchMetrics{m: w.metrics},
-		NewFSWatcher:   w.newFS,
 	})
 	if err != nil {
 		return err
@@ -78,15 +76,15 @@ func (w *fsWatcher) start(ctx context.Context) error {
 	return nil
 }
 
-// run handles the directory watcher's events until ctx ends.
-func (w *fsWatcher) run(ctx context.Context) {
+// Run handles the directory watcher's events until ctx ends.
+func (w *socketWatcher) Run(ctx context.Context) {
 	defer w.stop()
 	for ev := range w.dw.Events() {
 		w.handle(ctx, ev)
 	}
 }
 
-func (w *fsWatcher) handle(ctx context.Context, ev dirwatch.Event) {
+func (w *socketWatcher) handle(ctx context.Context, ev dirwatch.Event) {
 	switch {
 	case ev.Op == dirwatch.Rescan:
 		w.handleRescan(ctx, ev)
@@ -108,7 +106,7 @@ func (w *fsWatcher) handle(ctx context.Context, ev dirwatch.Event) {
 	}
 }
 
-func (w *fsWatcher) handleRescan(ctx context.Context, ev dirwatch.Event) {
+func (w *socketWatcher) handleRescan(ctx context.Context, ev dirwatch.Event) {
 	switch ev.Reason {
 	case dirwatch.ReasonStarted:
 		return // start scanned
@@ -122,7 +120,7 @@ func (w *fsWatcher) handleRescan(ctx context.Context, ev dirwatch.Event) {
 }
 
 // observe records path if it is a socket and enqueues it when it changed.
-func (w *fsWatcher) observe(path string) bool {
+func (w *socketWatcher) observe(path string) bool {
 	id, isSock, err := socket.Lstat(path)
 	if err != nil || !isSock {
 		if err == nil {
@@ -140,7 +138,7 @@ func (w *fsWatcher) observe(path string) bool {
 	return true
 }
 
-func (w *fsWatcher) forgetTree(path string) {
+func (w *socketWatcher) forgetTree(path string) {
 	for _, p := range w.dsw.ForgetTree(path) {
 		w.enqueue(p)
 	}
@@ -152,7 +150,7 @@ func (w *fsWatcher) forgetTree(path string) {
 // re-created, a subdirectory watched again). Watching is dirwatch's: a
 // directory that cannot be read is skipped here, and reported by dirwatch
 // if it cannot be watched.
-func (w *fsWatcher) rescan(ctx context.Context) {
+func (w *socketWatcher) rescan(ctx context.Context) {
 	seen := map[string]bool{}
 	_ = filepath.WalkDir(w.root, func(path string, d fs.DirEntry, err error) error {
 		if ctx.Err() != nil {

@@ -24,30 +24,15 @@ type Watcher interface {
 	Run(ctx context.Context)
 }
 
-// FSWatcher is the Watcher on the file system, through pkg/util/dirwatch.
-type FSWatcher struct {
-	w *fsWatcher
-}
-
-var _ Watcher = &FSWatcher{}
-
 // New returns the Watcher of the tree at root: it records every unix socket
 // below root in dsw and calls enqueue for each path whose state changed. It
 // never contacts plugins. Its warnings go to rep; directories it cannot
-// watch are counted in m.
-func New(root string, dsw cache.DesiredStateOfWorld, enqueue func(path string), rep report.Reporter, m *metrics.Metrics) *FSWatcher {
-	return &FSWatcher{w: newFSWatcher(root, dsw, enqueue, rep, m)}
-}
-
-// Start implements Watcher.
-func (f *FSWatcher) Start(ctx context.Context) error { return f.w.start(ctx) }
-
-// Run implements Watcher.
-func (f *FSWatcher) Run(ctx context.Context) { f.w.run(ctx) }
-
-// SetNewFSWatcher makes the watcher use newFS instead of fsnotify (see
-// dirwatch.Options.NewFSWatcher). Tests pass a dirwatchtest.InjectFS, e.g.
-// to make a directory fail; call it before Start.
-func (f *FSWatcher) SetNewFSWatcher(newFS func() (dirwatch.FSWatcher, error)) {
-	f.w.newFS = newFS
+// watch are counted in m. newDirWatcher makes the directory watcher (nil:
+// dirwatch.New); tests pass a dirwatchtest fake's.
+func New(root string, dsw cache.DesiredStateOfWorld, enqueue func(path string), rep report.Reporter, m *metrics.Metrics,
+	newDirWatcher dirwatch.NewFunc) Watcher {
+	if newDirWatcher == nil {
+		newDirWatcher = dirwatch.New
+	}
+	return &socketWatcher{root: root, dsw: dsw, enqueue: enqueue, rep: rep, metrics: m, newDirWatcher: newDirWatcher}
 }

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2/ktesting"
 
@@ -116,31 +115,55 @@ func TestRootRemoved(t *testing.T) {
 	})
 }
 
-// TestOverflowRescans: after an event overflow the tree is scanned again:
-// sockets whose events were lost are recorded, removed ones forgotten.
-func TestOverflowRescans(t *testing.T) {
-	dir := tempDir(t)
-	gone := listen(t, filepath.Join(dir, "gone.sock"))
-	fsw, err := dirwatchtest.NewInjectFS()
-	if err != nil {
-		t.Fatal(err)
+// TestRescanReasons: a Rescan that says events may have been lost makes
+// the watcher read the whole tree: sockets whose events were lost are
+// recorded, removed ones forgotten. The first Rescan (start scanned) and
+// a watch error (dirwatch follows it with what it lost) do not.
+func TestRescanReasons(t *testing.T) {
+	tests := []struct {
+		name       string
+		reason     dirwatch.Reason
+		wantRescan bool
+	}{
+		{name: "overflow", reason: dirwatch.ReasonOverflow, wantRescan: true},
+		{name: "root recovered", reason: dirwatch.ReasonRootRecovered, wantRescan: true},
+		{name: "watch recovered", reason: dirwatch.ReasonWatchRecovered, wantRescan: true},
+		{name: "restarted", reason: dirwatch.ReasonRestarted, wantRescan: true},
+		{name: "requested", reason: dirwatch.ReasonRequested, wantRescan: true},
+		{name: "started", reason: dirwatch.ReasonStarted},
+		{name: "watch error", reason: dirwatch.ReasonWatchError},
 	}
-	dsw, _ := startWatch(t, dir, func() (dirwatch.FSWatcher, error) { return fsw, nil })
-	known := knownIn(dsw)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := tempDir(t)
+			gone := listen(t, filepath.Join(dir, "gone.sock"))
+			fake := dirwatchtest.NewFake(dir, nil)
+			dsw, _ := startWatch(t, dir, fake.New)
+			t.Cleanup(fake.Close) // before startWatch's cleanup waits for Run
+			known := knownIn(dsw)
+			if !known(gone) {
+				t.Fatalf("%s not recorded at start", gone)
+			}
 
-	fsw.Drop(true)
-	if err := os.Remove(gone); err != nil {
-		t.Fatal(err)
+			// Changes the watcher hears nothing of.
+			if err := os.Remove(gone); err != nil {
+				t.Fatal(err)
+			}
+			lost := listen(t, filepath.Join(dir, "sub", "lost.sock"))
+			fake.Send(t.Context(), dirwatch.Event{Op: dirwatch.Rescan, Reason: tc.reason})
+			// Run handles one event at a time: once this one is taken,
+			// the Rescan is done.
+			fake.Send(t.Context(), dirwatch.Event{Op: dirwatch.Chmod, Path: dir})
+			if got := known(lost) && !known(gone); got != tc.wantRescan {
+				t.Errorf("rescanned = %v, want %v (desired state %v)", got, tc.wantRescan, dsw.Paths())
+			}
+		})
 	}
-	lost := listen(t, filepath.Join(dir, "sub", "lost.sock"))
-	fsw.Drop(false)
-	fsw.Inject(fsnotify.ErrEventOverflow)
-	waitFor(t, "rescan after overflow", func() bool { return known(lost) && !known(gone) })
 }
 
-// startWatch starts a watcher of dir (on newFS, if not nil) and runs it
-// until the test ends.
-func startWatch(t *testing.T, dir string, newFS func() (dirwatch.FSWatcher, error)) (cache.DesiredStateOfWorld, *queued) {
+// startWatch starts a watcher of dir (on newDirWatcher, if not nil) and
+// runs it until the test ends.
+func startWatch(t *testing.T, dir string, newDirWatcher dirwatch.NewFunc) (cache.DesiredStateOfWorld, *queued) {
 	t.Helper()
 	logger, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
@@ -149,10 +172,7 @@ func startWatch(t *testing.T, dir string, newFS func() (dirwatch.FSWatcher, erro
 	rep.SetLogger(logger)
 	dsw := cache.NewDesiredStateOfWorld(nil)
 	q := &queued{}
-	w := New(dir, dsw, q.add, rep, metrics.New())
-	if newFS != nil {
-		w.SetNewFSWatcher(newFS)
-	}
+	w := New(dir, dsw, q.add, rep, metrics.New(), newDirWatcher)
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

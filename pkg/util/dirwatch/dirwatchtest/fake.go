@@ -3,6 +3,7 @@ package dirwatchtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/nodeplug/nodeplug/pkg/util/dirwatch"
@@ -15,6 +16,8 @@ type Fake struct {
 	events chan dirwatch.Event
 
 	mu       sync.Mutex
+	opts     dirwatch.Options
+	made     int
 	started  bool
 	startErr error
 	watching map[string]bool
@@ -29,7 +32,38 @@ func NewFake(root string, startErr error) *Fake {
 	return &Fake{root: root, events: make(chan dirwatch.Event), startErr: startErr, watching: map[string]bool{}}
 }
 
-// Start closes Events when ctx ends; it delivers nothing by itself.
+// New is a dirwatch.NewFunc that returns f, for the caller's seam. It
+// records opts (see Options) and fails for a root other than f's, so that
+// a test notices a caller watching the wrong directory.
+func (f *Fake) New(root string, opts dirwatch.Options) (dirwatch.Watcher, error) {
+	if root != f.root {
+		return nil, fmt.Errorf("dirwatchtest: fake of %s asked to watch %s", f.root, root)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.opts = opts
+	f.made++
+	return f, nil
+}
+
+// Options returns the options of the last New, e.g. to check what the
+// caller asked for or to call its Metrics.
+func (f *Fake) Options() dirwatch.Options {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.opts
+}
+
+// Made returns how often New was called.
+func (f *Fake) Made() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.made
+}
+
+// Start records the call and returns the error NewFake was given. It
+// delivers nothing and closes nothing: the test sends events (Send) and
+// closes Events (Close) itself.
 func (f *Fake) Start(_ context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

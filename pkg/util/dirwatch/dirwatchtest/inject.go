@@ -11,8 +11,9 @@ import (
 )
 
 // InjectFS is a dirwatch.FSWatcher backed by a real fsnotify watcher that
-// can drop events, inject errors and fail Add for chosen paths. Pass it
-// through dirwatch.Options.NewFSWatcher (or a caller's equivalent seam).
+// can drop events, inject errors and fail Add for chosen paths. Callers'
+// tests pass its New as their dirwatch.NewFunc; dirwatch's own tests pass
+// it through dirwatch.Options.NewFSWatcher.
 type InjectFS struct {
 	dirwatch.FSWatcher
 	events chan fsnotify.Event
@@ -47,6 +48,13 @@ func NewInjectFS() (*InjectFS, error) {
 		}
 	}()
 	return f, nil
+}
+
+// New is a dirwatch.NewFunc: a real dirwatch.Watcher of root on f instead
+// of fsnotify. Each InjectFS serves one Watcher.
+func (f *InjectFS) New(root string, opts dirwatch.Options) (dirwatch.Watcher, error) {
+	opts.NewFSWatcher = func() (dirwatch.FSWatcher, error) { return f, nil }
+	return dirwatch.New(root, opts)
 }
 
 func (f *InjectFS) Events() <-chan fsnotify.Event { return f.events }

@@ -12,7 +12,8 @@ const maxSocketPath = 107
 
 // EscapeName returns the plugin name as it appears in socket file names:
 // "/" (as in device-plugin resource names such as "example.com/gpu")
-// becomes "_".
+// becomes "_". It is the one spelling of the convention: nodeplug's plugin
+// watcher checks socket names against it.
 func EscapeName(pluginName string) string {
 	return strings.ReplaceAll(pluginName, "/", "_")
 }

@@ -201,3 +201,18 @@ func TestSocketName(t *testing.T) {
 		})
 	}
 }
+
+func TestEscapeName(t *testing.T) {
+	for name, tc := range map[string]struct{ plugin, want string }{
+		"no slash":      {"hostpath.csi.k8s.io", "hostpath.csi.k8s.io"},
+		"resource name": {"example.com/gpu", "example.com_gpu"},
+		"two slashes":   {"a/b/c", "a_b_c"},
+		"empty":         {"", ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := EscapeName(tc.plugin); got != tc.want {
+				t.Errorf("EscapeName(%q) = %q, want %q", tc.plugin, got, tc.want)
+			}
+		})
+	}
+}

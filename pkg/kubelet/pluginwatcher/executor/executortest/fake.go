@@ -1,4 +1,4 @@
-package executor
+package executortest
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
+	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/executor"
 	"github.com/nodeplug/nodeplug/pkg/kubelet/pluginwatcher/socket"
 )
 
@@ -25,7 +26,7 @@ type FakePlugin struct {
 	FailNotify int
 }
 
-// FakeExecutor is an Executor and a file system of socket files without
+// FakeExecutor is an executor.Executor and a file system of socket files without
 // any socket or connection: Files are the socket files that exist, Plugins
 // what answers on each. A Conn it hands out only names its socket. It is
 // safe for concurrent use; tests change Files and Plugins between calls.
@@ -37,14 +38,14 @@ type FakeExecutor struct {
 	// "ok" or "failed" and " (not delivered)" when it was lost) and every
 	// file removed ("remove", no detail).
 	Record func(op, path, detail string)
-	conns  map[*Conn]string
+	conns  map[*executor.Conn]string
 }
 
-var _ Executor = &FakeExecutor{}
+var _ executor.Executor = &FakeExecutor{}
 
 // NewFakeExecutor returns a FakeExecutor with no files.
 func NewFakeExecutor() *FakeExecutor {
-	return &FakeExecutor{Files: map[string]socket.ID{}, Plugins: map[string]*FakePlugin{}, conns: map[*Conn]string{}}
+	return &FakeExecutor{Files: map[string]socket.ID{}, Plugins: map[string]*FakePlugin{}, conns: map[*executor.Conn]string{}}
 }
 
 // Stat is socket.Lstat on Files.
@@ -58,26 +59,26 @@ func (f *FakeExecutor) Stat(path string) (socket.ID, bool, error) {
 	return id, true, nil
 }
 
-// Probe implements Executor.
-func (f *FakeExecutor) Probe(_ context.Context, path string) (*registerapi.PluginInfo, *Conn, error) {
+// Probe implements executor.Executor.
+func (f *FakeExecutor) Probe(_ context.Context, path string) (*registerapi.PluginInfo, *executor.Conn, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	p, ok := f.Plugins[path]
 	if !ok {
-		return nil, nil, fmt.Errorf("dial %s: %w", path, ErrGone)
+		return nil, nil, fmt.Errorf("dial %s: %w", path, executor.ErrGone)
 	}
 	if consume(&p.FailProbes) {
 		return nil, nil, fmt.Errorf("probe %s: %w", path, p.ProbeErr)
 	}
-	c := &Conn{}
+	c := &executor.Conn{}
 	f.conns[c] = path
 	info := &registerapi.PluginInfo{Type: p.Info.Type, Name: p.Info.Name, Endpoint: p.Info.Endpoint,
 		SupportedVersions: slices.Clone(p.Info.SupportedVersions)}
 	return info, c, nil
 }
 
-// Notify implements Executor.
-func (f *FakeExecutor) Notify(_ context.Context, c *Conn, registered bool, _ string) error {
+// Notify implements executor.Executor.
+func (f *FakeExecutor) Notify(_ context.Context, c *executor.Conn, registered bool, _ string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	path := f.conns[c]
@@ -93,7 +94,7 @@ func (f *FakeExecutor) Notify(_ context.Context, c *Conn, registered bool, _ str
 	return nil
 }
 
-// RemoveStale implements Executor.
+// RemoveStale implements executor.Executor.
 func (f *FakeExecutor) RemoveStale(path string, id socket.ID) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -122,7 +123,7 @@ func consume(left *int) bool {
 	return *left < 0
 }
 
-// FakeMonitor is a Monitor without connections: it only remembers which
+// FakeMonitor is an executor.Monitor without connections: it only remembers which
 // paths it watches. Tests report a dropped connection to the reconciler
 // themselves.
 type FakeMonitor struct {
@@ -130,22 +131,22 @@ type FakeMonitor struct {
 	watched map[string]bool
 }
 
-var _ Monitor = &FakeMonitor{}
+var _ executor.Monitor = &FakeMonitor{}
 
 // NewFakeMonitor returns a FakeMonitor that watches nothing.
 func NewFakeMonitor() *FakeMonitor {
 	return &FakeMonitor{watched: map[string]bool{}}
 }
 
-// Watch implements Monitor.
-func (m *FakeMonitor) Watch(_ context.Context, path string, conn *Conn) {
+// Watch implements executor.Monitor.
+func (m *FakeMonitor) Watch(_ context.Context, path string, conn *executor.Conn) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	conn.keep = true
+	conn.Keep()
 	m.watched[path] = true
 }
 
-// Stop implements Monitor.
+// Stop implements executor.Monitor.
 func (m *FakeMonitor) Stop(path string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -6,9 +6,9 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 )
 
-// FakeChecker is a Checker for tests: it returns its errors and records
-// what it was asked.
-type FakeChecker struct {
+// fakeChecker is a Checker for this package's tests: it returns its
+// errors and records what it was asked.
+type fakeChecker struct {
 	// MachineErr and DiskErr are returned by CheckMachine and CheckDisk.
 	MachineErr, DiskErr error
 	// Machines and Disks record the calls.
@@ -16,16 +16,16 @@ type FakeChecker struct {
 	Disks    []Volume
 }
 
-var _ Checker = &FakeChecker{}
+var _ Checker = &fakeChecker{}
 
 // CheckMachine records exp and returns MachineErr.
-func (f *FakeChecker) CheckMachine(_ context.Context, exp Expected) error {
+func (f *fakeChecker) CheckMachine(_ context.Context, exp Expected) error {
 	f.Machines = append(f.Machines, exp)
 	return f.MachineErr
 }
 
 // CheckDisk records vol and returns DiskErr.
-func (f *FakeChecker) CheckDisk(_ context.Context, _ identity.ID, vol Volume) error {
+func (f *fakeChecker) CheckDisk(_ context.Context, _ identity.ID, vol Volume) error {
 	f.Disks = append(f.Disks, vol)
 	return f.DiskErr
 }
