@@ -36,7 +36,7 @@ func TestKubeletRestartKeepsPlugins(t *testing.T) {
 	startCSIDriver(t, c.Node, regDir)
 	createCSIDriverObject(ctx, t, c)
 	waitAllocatable(ctx, t, c, 2)
-	if err := poll(t, 60*time.Second, func() bool { return csiNodeHas(ctx, c, csiDriverName) }); err != nil {
+	if err := framework.Poll(t.Context(), 60*time.Second, func(context.Context) bool { return csiNodeHas(ctx, c, csiDriverName) }); err != nil {
 		t.Fatalf("CSINode %s does not list %s: %v", c.NodeName, csiDriverName, err)
 	}
 
@@ -57,7 +57,7 @@ func TestKubeletRestartKeepsPlugins(t *testing.T) {
 	muRestartKubelet(ctx, t, c)
 
 	// The plugins are registered again by the new kubelet.
-	if err := poll(t, 60*time.Second, func() bool {
+	if err := framework.Poll(t.Context(), 60*time.Second, func(context.Context) bool {
 		r := krRegistrations(ctx, t, c)
 		return r["CSIPlugin"] >= 1 && r["DevicePlugin"] >= 1
 	}); err != nil {
@@ -86,7 +86,7 @@ func TestKubeletRestartKeepsPlugins(t *testing.T) {
 	// Deleted, its volume is torn down and detached.
 	c.DeletePod(t, pod.Name)
 	waitLoopReleased(t, filepath.Join(imgDir, "data.img"))
-	if err := poll(t, 60*time.Second, func() bool { return !krAttached(ctx, c, "e2e.restart/loop/data") }); err != nil {
+	if err := framework.Poll(t.Context(), 60*time.Second, func(context.Context) bool { return !krAttached(ctx, c, "e2e.restart/loop/data") }); err != nil {
 		t.Fatalf("node %s still lists e2e.restart/loop/data attached: %v", c.NodeName, err)
 	}
 }
@@ -122,15 +122,9 @@ func krContainer(p *corev1.Pod) string {
 	return fmt.Sprintf("%s (restarts %d)", s.ContainerID, s.RestartCount)
 }
 
+// krAttached reports whether the node reports volume attached (true when
+// the Node cannot be read, so that a wait for the detach goes on).
 func krAttached(ctx context.Context, c *framework.Cluster, volume string) bool {
-	node, err := c.Client.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
-	if err != nil {
-		return true
-	}
-	for _, v := range node.Status.VolumesAttached {
-		if string(v.Name) == volume {
-			return true
-		}
-	}
-	return false
+	ok, err := c.NodeAttached(ctx, c.NodeName, func(v string) bool { return v == volume })
+	return ok || err != nil
 }

@@ -15,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -136,9 +135,9 @@ func muWaitPolicyInForce(ctx context.Context, t testing.TB, user kubernetes.Inte
 	t.Helper()
 	pod := muKubeMountPod("mu-adm-probe", map[string]string{muUnusedLabel: "true"})
 	var last error
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := framework.Poll(ctx, 60*time.Second, func(ctx context.Context) bool {
 		_, last = user.CoreV1().Pods(muNamespace).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		return last != nil && strings.Contains(last.Error(), muPolicy), nil
+		return last != nil && strings.Contains(last.Error(), muPolicy)
 	})
 	if err != nil {
 		t.Fatalf("policy %s not in force after 60 s; the last dry-run create of a labelled pod returned %v", muPolicy, last)
@@ -215,9 +214,9 @@ func muDeleteKubeMountPod(t testing.TB, c *framework.Cluster, name string) {
 		t.Errorf("delete pod %s/%s: %v", muNamespace, name, err)
 		return
 	}
-	err = wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	err = framework.Poll(ctx, 0, func(ctx context.Context) bool {
 		_, err := c.Client.CoreV1().Pods(muNamespace).Get(ctx, name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
+		return apierrors.IsNotFound(err)
 	})
 	if err != nil {
 		t.Errorf("pod %s/%s still exists after 90 s", muNamespace, name)

@@ -58,7 +58,7 @@ func TestMultiNodeFlexDriverOnOneNode(t *testing.T) {
 	c.WaitForPod(ctx, t, onA.Name, 60*time.Second, corev1.PodRunning)
 	requireFile(ctx, t, c, onA.Name, "/data/hello", "hello from flex")
 
-	msg := muWaitEventIn(ctx, t, c, "default", onB.Name, "FailedMount", 90*time.Second)
+	msg := c.RequireEvent(ctx, t, framework.EventQuery{Namespace: "default", Name: onB.Name, Reason: "FailedMount"}, 90*time.Second).Message
 	// Upstream's message: "... failed to get Plugin from volumeSpec for
 	// volume "data" err=no volume plugin matched"; it names neither the
 	// driver nor the node.

@@ -25,7 +25,7 @@ func TestMultiNodeCSIDriverOnOneNode(t *testing.T) {
 	other, b := c.Nodes[0], c.Nodes[1]
 	startCSIDriver(t, b, registrationDir(t, c))
 	createCSIDriverObject(ctx, t, c)
-	if err := poll(t, 60*time.Second, func() bool { return csiNodeOf(ctx, c, b.Name, csiDriverName) }); err != nil {
+	if err := framework.Poll(t.Context(), 60*time.Second, func(context.Context) bool { return csiNodeOf(ctx, c, b.Name, csiDriverName) }); err != nil {
 		t.Fatalf("CSINode %s does not list %s: %v", b.Name, csiDriverName, err)
 	}
 	for _, n := range c.Nodes {
@@ -39,7 +39,7 @@ func TestMultiNodeCSIDriverOnOneNode(t *testing.T) {
 	c.CreatePodOn(ctx, t, elsewhere, other.Name)
 	c.WaitForPod(ctx, t, onB.Name, 90*time.Second, corev1.PodRunning)
 	requireFile(ctx, t, c, onB.Name, "/data/hello", csiGreeting)
-	msg := muWaitEventIn(ctx, t, c, "default", elsewhere.Name, "FailedMount", 90*time.Second)
+	msg := c.RequireEvent(ctx, t, framework.EventQuery{Namespace: "default", Name: elsewhere.Name, Reason: "FailedMount"}, 90*time.Second).Message
 	if !strings.Contains(msg, csiDriverName) {
 		t.Errorf("the FailedMount event of the pod on %s does not name the driver: %q", other.Name, msg)
 	}

@@ -14,7 +14,6 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
 )
@@ -106,14 +105,14 @@ func startSampleDevicePlugin(ctx context.Context, t *testing.T, c *framework.Clu
 	t.Helper()
 	t.Cleanup(func() {
 		// t.Context() is already cancelled while cleanups run.
-		err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, 90*time.Second, true,
-			func(ctx context.Context) (bool, error) {
+		err := framework.Poll(context.Background(), 90*time.Second,
+			func(ctx context.Context) bool {
 				node, err := c.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 				if err != nil {
-					return false, nil
+					return false
 				}
 				q := node.Status.Allocatable[sampleResource]
-				return q.Value() == 0, nil
+				return q.Value() == 0
 			})
 		if err != nil {
 			t.Errorf("node %s still offers %s after the sample device plugin stopped: %v", n.Name, sampleResource, err)
@@ -125,7 +124,7 @@ func startSampleDevicePlugin(ctx context.Context, t *testing.T, c *framework.Clu
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "sample-device-plugin")
-	run(ctx, t, "go", "build", "-o", bin, "k8s.io/kubernetes/test/images/sample-device-plugin")
+	framework.Run(ctx, t, "go", "build", "-o", bin, "k8s.io/kubernetes/test/images/sample-device-plugin")
 	control := filepath.Join(dir, "sample-device-plugin-control-"+n.Name)
 	if err := os.WriteFile(control, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -137,7 +136,7 @@ func startSampleDevicePlugin(ctx context.Context, t *testing.T, c *framework.Clu
 // waitAllocatable waits until the node offers at least n sample devices.
 func waitAllocatable(ctx context.Context, t *testing.T, c *framework.Cluster, n int64) {
 	t.Helper()
-	err := poll(t, 90*time.Second, func() bool {
+	err := framework.Poll(t.Context(), 90*time.Second, func(context.Context) bool {
 		node, err := c.Client.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
 		if err != nil {
 			return false
@@ -180,7 +179,7 @@ func TestPluginWatcherCSIDriver(t *testing.T) {
 	stopDriver := startCSIDriver(t, c.Node, registrationDir(t, c))
 
 	createCSIDriverObject(ctx, t, c)
-	if err := poll(t, 60*time.Second, func() bool { return csiNodeHas(ctx, c, csiDriverName) }); err != nil {
+	if err := framework.Poll(t.Context(), 60*time.Second, func(context.Context) bool { return csiNodeHas(ctx, c, csiDriverName) }); err != nil {
 		t.Fatalf("CSINode %s does not list %s: %v", c.NodeName, csiDriverName, err)
 	}
 
@@ -191,7 +190,7 @@ func TestPluginWatcherCSIDriver(t *testing.T) {
 	c.DeletePod(t, pod.Name)
 
 	stopDriver()
-	if err := poll(t, 60*time.Second, func() bool { return !csiNodeHas(ctx, c, csiDriverName) }); err != nil {
+	if err := framework.Poll(t.Context(), 60*time.Second, func(context.Context) bool { return !csiNodeHas(ctx, c, csiDriverName) }); err != nil {
 		t.Fatalf("CSINode %s still lists %s after its socket was removed: %v", c.NodeName, csiDriverName, err)
 	}
 }

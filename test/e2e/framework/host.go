@@ -1,0 +1,21 @@
+//go:build e2e
+
+package framework
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// Run runs name with args on the host (Node.Run runs in a node) and
+// returns its combined output, failing t with that output when it fails.
+func Run(ctx context.Context, t testing.TB, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
