@@ -108,7 +108,7 @@ func provisionOn(ctx context.Context, t *testing.T, c *framework.Cluster, n *fra
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
 	c.CreatePodOn(ctx, t, pod, "")
 	c.WaitForPod(ctx, t, name, 120*time.Second, corev1.PodRunning)
-	requireFile(ctx, t, c, name, "/data/f", greeting)
+	c.RequireFile(ctx, t, name, "/data/f", greeting)
 
 	got, err := c.Client.CoreV1().PersistentVolumeClaims("default").Get(ctx, name, metav1.GetOptions{})
 	if err != nil {

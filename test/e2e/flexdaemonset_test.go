@@ -12,7 +12,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
@@ -51,7 +50,7 @@ func TestFlexVolumeDaemonSetStories(t *testing.T) {
 
 	shipped := loadDriverDaemonSet(t, c.Node.FlexDir())
 	since := time.Now()
-	createDaemonSet(ctx, t, c, shipped)
+	c.CreateDaemonSet(ctx, t, shipped)
 
 	t.Run("install", func(t *testing.T) {
 		requireDriverOnEveryNode(t, c, "nodeplug.io~tmpfs/tmpfs", "")
@@ -59,7 +58,7 @@ func TestFlexVolumeDaemonSetStories(t *testing.T) {
 		pod := flexPod("e2e-ds-tmpfs", "nodeplug.io/tmpfs", nil)
 		c.CreatePod(ctx, t, pod)
 		c.WaitForPod(ctx, t, pod.Name, 120*time.Second, corev1.PodRunning)
-		requireMountType(ctx, t, c, pod.Name, "tmpfs")
+		c.RequireMountType(ctx, t, pod.Name, "/data", "tmpfs")
 	})
 
 	v1 := buildInstallerImage(ctx, t, c, "docker.io/nodeplug/e2e-versioned-installer:v1", "v1")
@@ -76,7 +75,7 @@ func TestFlexVolumeDaemonSetStories(t *testing.T) {
 	parent := t
 	t.Run("add another driver", func(t *testing.T) {
 		since := time.Now()
-		createDaemonSet(ctx, parent, c, versioned)
+		c.CreateDaemonSet(ctx, parent, versioned)
 		waitForDriverLoaded(ctx, t, c, versionedName, since)
 		pod := flexPod("e2e-ds-both", "nodeplug.io/tmpfs", nil)
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "ver", VolumeSource: corev1.VolumeSource{
@@ -85,8 +84,8 @@ func TestFlexVolumeDaemonSetStories(t *testing.T) {
 			corev1.VolumeMount{Name: "ver", MountPath: "/ver"})
 		c.CreatePod(ctx, t, pod)
 		c.WaitForPod(ctx, t, pod.Name, 120*time.Second, corev1.PodRunning)
-		requireMountType(ctx, t, c, pod.Name, "tmpfs")
-		requireFile(ctx, t, c, pod.Name, "/ver/version", "v1")
+		c.RequireMountType(ctx, t, pod.Name, "/data", "tmpfs")
+		c.RequireFile(ctx, t, pod.Name, "/ver/version", "v1")
 	})
 
 	t.Run("update", func(t *testing.T) {
@@ -94,14 +93,14 @@ func TestFlexVolumeDaemonSetStories(t *testing.T) {
 		if _, err := c.Kubectl(ctx, "-n", "kube-system", "set", "image", "daemonset/"+versioned.Name, "installer="+v2); err != nil {
 			t.Fatal(err)
 		}
-		waitForRollout(ctx, t, c, versioned.Name)
+		c.WaitForRollout(ctx, t, versioned.Namespace, versioned.Name)
 		// Not waited for: the new pod is Ready only once v2 is in place.
 		requireDriverOnEveryNode(t, c, "nodeplug.io~e2e-versioned/e2e-versioned", "echo \"v2\"")
 		waitForDriverLoaded(ctx, t, c, versionedName, since)
 		pod := flexPod("e2e-ds-v2", versionedName, nil)
 		c.CreatePod(ctx, t, pod)
 		c.WaitForPod(ctx, t, pod.Name, 120*time.Second, corev1.PodRunning)
-		requireFile(ctx, t, c, pod.Name, "/data/version", "v2")
+		c.RequireFile(ctx, t, pod.Name, "/data/version", "v2")
 	})
 
 	t.Run("remove", func(t *testing.T) {
@@ -109,7 +108,7 @@ func TestFlexVolumeDaemonSetStories(t *testing.T) {
 		c.CreatePod(ctx, t, user)
 		c.WaitForPod(ctx, t, user.Name, 120*time.Second, corev1.PodRunning)
 		since := time.Now()
-		deleteDaemonSet(ctx, t, c, versioned.Name)
+		c.DeleteDaemonSet(ctx, t, versioned.Namespace, versioned.Name)
 		waitForHostFileGone(t, filepath.Join(flexDir, "nodeplug.io~e2e-versioned", "e2e-versioned"))
 		c.RequireEvent(ctx, t, flexDriverEvent(c, "FlexVolumeDriverRemovalDeferred", versionedName, since), 60*time.Second)
 		// Teardown works with the kept driver: the pod goes away.
@@ -152,31 +151,6 @@ func loadDriverDaemonSet(t testing.TB, flexDir string) *appsv1.DaemonSet {
 	return ds
 }
 
-func createDaemonSet(ctx context.Context, t testing.TB, c *framework.Cluster, ds *appsv1.DaemonSet) {
-	t.Helper()
-	if _, err := c.Client.AppsV1().DaemonSets(ds.Namespace).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create daemonset %s: %v", ds.Name, err)
-	}
-	t.Cleanup(func() { deleteDaemonSet(context.Background(), t, c, ds.Name) })
-	waitForRollout(ctx, t, c, ds.Name)
-}
-
-func deleteDaemonSet(ctx context.Context, t testing.TB, c *framework.Cluster, name string) {
-	t.Helper()
-	if _, err := c.Kubectl(ctx, "-n", "kube-system", "delete", "daemonset", name,
-		"--ignore-not-found", "--wait", "--cascade=foreground", "--timeout=90s"); err != nil {
-		t.Errorf("delete daemonset %s: %v", name, err)
-	}
-}
-
-func waitForRollout(ctx context.Context, t testing.TB, c *framework.Cluster, name string) {
-	t.Helper()
-	if _, err := c.Kubectl(ctx, "-n", "kube-system", "rollout", "status", "daemonset/"+name, "--timeout=120s"); err != nil {
-		out, _ := c.Kubectl(ctx, "-n", "kube-system", "get", "pods", "-o", "wide")
-		t.Fatalf("%v\npods:\n%s", err, out)
-	}
-}
-
 // buildInstallerImage builds an installer image holding versionedDriver at
 // version, with the project's installer binary, and imports it into the
 // cluster's containerd.
@@ -196,28 +170,6 @@ func buildInstallerImage(ctx context.Context, t testing.TB, c *framework.Cluster
 		framework.Run(ctx, t, "ctr", "--address", n.ContainerdSocket(), "-n", "k8s.io", "images", "import", tarball)
 	}
 	return ref
-}
-
-func requireMountType(ctx context.Context, t testing.TB, c *framework.Cluster, pod, fsType string) {
-	t.Helper()
-	out, err := c.Kubectl(ctx, "exec", pod, "--", "grep", " /data ", "/proc/mounts")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f := strings.Fields(out); len(f) < 3 || f[2] != fsType {
-		t.Fatalf("pod %s: /data is %q, want a %s mount", pod, strings.TrimSpace(out), fsType)
-	}
-}
-
-func requireFile(ctx context.Context, t testing.TB, c *framework.Cluster, pod, path, want string) {
-	t.Helper()
-	out, err := c.Kubectl(ctx, "exec", pod, "--", "cat", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.TrimSpace(out) != want {
-		t.Fatalf("pod %s: %s holds %q, want %q", pod, path, strings.TrimSpace(out), want)
-	}
 }
 
 // requireDriverOnEveryNode checks, without waiting, that every node holds
@@ -267,7 +219,7 @@ func TestFlexVolumeAttachable(t *testing.T) {
 	requireFlexDiscovery(t, c)
 	ctx := t.Context()
 	since := time.Now()
-	createDaemonSet(ctx, t, c, loadDriverDaemonSet(t, c.Node.FlexDir()))
+	c.CreateDaemonSet(ctx, t, loadDriverDaemonSet(t, c.Node.FlexDir()))
 	if !c.Node.OnHost() {
 		// The controller-manager attaches: the operator installs the driver
 		// on the control plane too, which runs no DaemonSet pod here.
@@ -286,7 +238,7 @@ func TestFlexVolumeAttachable(t *testing.T) {
 	pod.Spec.Containers[0].VolumeMounts[0].Name = "e2eloop"
 	c.CreatePod(ctx, t, pod)
 	c.WaitForPod(ctx, t, pod.Name, 120*time.Second, corev1.PodRunning)
-	requireMountType(ctx, t, c, pod.Name, "ext4")
+	c.RequireMountType(ctx, t, pod.Name, "/data", "ext4")
 	if _, err := c.Kubectl(ctx, "exec", pod.Name, "--", "sh", "-c", "echo data > /data/f && sync"); err != nil {
 		t.Fatal(err)
 	}

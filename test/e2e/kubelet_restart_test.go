@@ -36,7 +36,7 @@ func TestKubeletRestartKeepsPlugins(t *testing.T) {
 	startCSIDriver(t, c.Node, regDir)
 	createCSIDriverObject(ctx, t, c)
 	waitAllocatable(ctx, t, c, 2)
-	if err := framework.Poll(t.Context(), 60*time.Second, func(context.Context) bool { return csiNodeHas(ctx, c, csiDriverName) }); err != nil {
+	if err := framework.Poll(t.Context(), 60*time.Second, func(context.Context) bool { return c.CSINodeHasDriver(ctx, c.NodeName, csiDriverName) }); err != nil {
 		t.Fatalf("CSINode %s does not list %s: %v", c.NodeName, csiDriverName, err)
 	}
 
@@ -51,7 +51,7 @@ func TestKubeletRestartKeepsPlugins(t *testing.T) {
 	pod.Spec.Containers[0].Command = []string{"sh", "-c", "echo before > /data/marker && sleep 3600"}
 	c.CreatePod(ctx, t, pod)
 	before := c.WaitForPod(ctx, t, pod.Name, 90*time.Second, corev1.PodRunning)
-	requireFile(ctx, t, c, pod.Name, "/data/marker", "before")
+	c.RequireFile(ctx, t, pod.Name, "/data/marker", "before")
 	regsBefore := krRegistrations(ctx, t, c)
 
 	muRestartKubelet(ctx, t, c)
@@ -71,7 +71,7 @@ func TestKubeletRestartKeepsPlugins(t *testing.T) {
 	c.WaitForPod(ctx, t, dev.Name, 90*time.Second, corev1.PodRunning)
 	requireOneDevice(ctx, t, c, dev.Name)
 	c.WaitForPod(ctx, t, vol.Name, 90*time.Second, corev1.PodRunning)
-	requireFile(ctx, t, c, vol.Name, "/data/hello", csiGreeting)
+	c.RequireFile(ctx, t, vol.Name, "/data/hello", csiGreeting)
 
 	// The flex pod kept running on its volume.
 	after, err := c.Client.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
@@ -81,7 +81,7 @@ func TestKubeletRestartKeepsPlugins(t *testing.T) {
 	if got, want := krContainer(after), krContainer(before); got != want {
 		t.Errorf("the flex pod's container after the restart: %s, want %s (unchanged)", got, want)
 	}
-	requireFile(ctx, t, c, pod.Name, "/data/marker", "before")
+	c.RequireFile(ctx, t, pod.Name, "/data/marker", "before")
 
 	// Deleted, its volume is torn down and detached.
 	c.DeletePod(t, pod.Name)

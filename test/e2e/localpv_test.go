@@ -41,7 +41,7 @@ func TestLocalPV(t *testing.T) {
 		reader := claimPod(ctx, t, c, "e2e-lpv-reader", pv1.Name, "ls -A /data; test ! -e /data/old && touch /data/clean && sleep 3600")
 		c.CreatePod(ctx, t, reader)
 		c.WaitForPod(ctx, t, reader.Name, 120*time.Second, corev1.PodRunning)
-		requireFile(ctx, t, c, reader.Name, "/data/clean", "")
+		c.RequireFile(ctx, t, reader.Name, "/data/clean", "")
 		c.DeletePod(t, reader.Name)
 		deleteClaim(ctx, t, c, reader.Name)
 	})

@@ -84,7 +84,7 @@ func TestMultiNodeLocalPV(t *testing.T) {
 			t.Errorf("%s's disk still holds the old tenant's file after its cleanup: %v", b.Name, err)
 		}
 		a := nodes[0]
-		requireFile(ctx, t, c, fmt.Sprintf("e2e-mn-lpv-%d", a.Index), "/data/f", "from-"+a.Name)
+		c.RequireFile(ctx, t, fmt.Sprintf("e2e-mn-lpv-%d", a.Index), "/data/f", "from-"+a.Name)
 	})
 
 	t.Run("the master moved to another node while a cleanup runs publishes no dirty PV", func(t *testing.T) {
@@ -135,7 +135,7 @@ func TestMultiNodeLocalPV(t *testing.T) {
 		if pv := findPVOn(ctx, t, c, a.Name, vols[a.Name]); pv == nil || pv.UID != kept.UID {
 			t.Fatalf("PV %s of %s is gone or replaced after %s was deleted", kept.Name, a.Name, b.Name)
 		}
-		requireFile(ctx, t, c, fmt.Sprintf("e2e-mn-lpv-%d", a.Index), "/data/f", "from-"+a.Name)
+		c.RequireFile(ctx, t, fmt.Sprintf("e2e-mn-lpv-%d", a.Index), "/data/f", "from-"+a.Name)
 	})
 }
 

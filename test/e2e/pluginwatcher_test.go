@@ -14,6 +14,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
 )
@@ -156,7 +157,7 @@ func createCSIDriverObject(ctx context.Context, t *testing.T, c *framework.Clust
 	_, err := c.Client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{
 		ObjectMeta: metav1.ObjectMeta{Name: csiDriverName},
 		Spec: storagev1.CSIDriverSpec{
-			AttachRequired:       ptrTo(false),
+			AttachRequired:       ptr.To(false),
 			VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecycleEphemeral},
 		},
 	}, metav1.CreateOptions{})
@@ -179,24 +180,18 @@ func TestPluginWatcherCSIDriver(t *testing.T) {
 	stopDriver := startCSIDriver(t, c.Node, registrationDir(t, c))
 
 	createCSIDriverObject(ctx, t, c)
-	if err := framework.Poll(t.Context(), 60*time.Second, func(context.Context) bool { return csiNodeHas(ctx, c, csiDriverName) }); err != nil {
+	if err := framework.Poll(t.Context(), 60*time.Second, func(context.Context) bool { return c.CSINodeHasDriver(ctx, c.NodeName, csiDriverName) }); err != nil {
 		t.Fatalf("CSINode %s does not list %s: %v", c.NodeName, csiDriverName, err)
 	}
 
 	pod := csiPod("e2e-csi")
 	c.CreatePod(ctx, t, pod)
 	c.WaitForPod(ctx, t, pod.Name, 90*time.Second, corev1.PodRunning)
-	requireFile(ctx, t, c, pod.Name, "/data/hello", csiGreeting)
+	c.RequireFile(ctx, t, pod.Name, "/data/hello", csiGreeting)
 	c.DeletePod(t, pod.Name)
 
 	stopDriver()
-	if err := framework.Poll(t.Context(), 60*time.Second, func(context.Context) bool { return !csiNodeHas(ctx, c, csiDriverName) }); err != nil {
+	if err := framework.Poll(t.Context(), 60*time.Second, func(context.Context) bool { return !c.CSINodeHasDriver(ctx, c.NodeName, csiDriverName) }); err != nil {
 		t.Fatalf("CSINode %s still lists %s after its socket was removed: %v", c.NodeName, csiDriverName, err)
 	}
 }
-
-func csiNodeHas(ctx context.Context, c *framework.Cluster, driver string) bool {
-	return csiNodeOf(ctx, c, c.NodeName, driver)
-}
-
-func ptrTo[T any](v T) *T { return &v }

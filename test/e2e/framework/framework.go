@@ -155,24 +155,29 @@ func (c *Cluster) CreatePodOn(ctx context.Context, t testing.TB, pod *corev1.Pod
 	return created
 }
 
-// DeletePod deletes a pod and waits until it is gone.
-func (c *Cluster) DeletePod(t testing.TB, name string) {
+// DeletePod deletes a pod of the default namespace and waits until it is
+// gone (DeletePodIn).
+func (c *Cluster) DeletePod(t testing.TB, name string) { c.DeletePodIn(t, "default", name) }
+
+// DeletePodIn deletes a pod of namespace and waits up to 90 s until it is
+// gone; a pod that does not exist is no error.
+func (c *Cluster) DeletePodIn(t testing.TB, namespace, name string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	err := c.Client.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{})
+	err := c.Client.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {
 		return
 	}
 	if err != nil {
-		t.Errorf("delete pod %s: %v", name, err)
+		t.Errorf("delete pod %s/%s: %v", namespace, name, err)
 		return
 	}
 	err = Poll(ctx, 0, func(ctx context.Context) bool {
-		_, err := c.Client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		_, err := c.Client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
 	if err != nil {
-		t.Errorf("pod %s still exists after 90 s", name)
+		t.Errorf("pod %s/%s still exists after 90 s", namespace, name)
 	}
 }
 

@@ -35,3 +35,18 @@ func (c *Cluster) WaitForPVGone(ctx context.Context, name string, timeout time.D
 		return apierrors.IsNotFound(err)
 	})
 }
+
+// CSINodeHasDriver reports whether node's CSINode lists driver (false when
+// the CSINode cannot be read).
+func (c *Cluster) CSINodeHasDriver(ctx context.Context, node, driver string) bool {
+	n, err := c.Client.StorageV1().CSINodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return false
+	}
+	for _, d := range n.Spec.Drivers {
+		if d.Name == driver {
+			return true
+		}
+	}
+	return false
+}
