@@ -29,18 +29,22 @@ type EventQuery struct {
 	Since time.Time
 }
 
-// FieldSelector is the API's field selector for q's involved object,
-// reason and type ("" when q names none of them).
+// FieldSelector is the API's field selector for the Events WaitForEvent
+// lists: those of q's involved object when q names one (so that a failure
+// can show the object's other Events), else those of q's reason and type
+// ("" when q names none of them). Matches decides the rest.
 func (q EventQuery) FieldSelector() string {
-	var terms []string
-	for _, term := range [][2]string{
-		{"involvedObject.kind", q.Kind}, {"involvedObject.name", q.Name}, {"reason", q.Reason}, {"type", q.Type},
-	} {
+	terms := [][2]string{{"involvedObject.kind", q.Kind}, {"involvedObject.name", q.Name}}
+	if q.Kind == "" && q.Name == "" {
+		terms = [][2]string{{"reason", q.Reason}, {"type", q.Type}}
+	}
+	var selector []string
+	for _, term := range terms {
 		if term[1] != "" {
-			terms = append(terms, fields.OneTermEqualSelector(term[0], term[1]).String())
+			selector = append(selector, fields.OneTermEqualSelector(term[0], term[1]).String())
 		}
 	}
-	return strings.Join(terms, ",")
+	return strings.Join(selector, ",")
 }
 
 // Matches reports whether ev is an Event q waits for.
@@ -88,8 +92,8 @@ func (q EventQuery) String() string {
 // PollInterval unless PollEvery says otherwise) up to timeout for one that
 // matches q, and returns it. A
 // failed list counts as no match. On timeout the error names q and lists
-// the Events of the last list that the field selector let through, with
-// their reason and message.
+// the Events of the last list (FieldSelector), with their reason and
+// message.
 func WaitForEvent(ctx context.Context, client kubernetes.Interface, q EventQuery, timeout time.Duration, opts ...PollOption) (*corev1.Event, error) {
 	var (
 		found   *corev1.Event

@@ -70,10 +70,11 @@ func TestEventQueryFieldSelector(t *testing.T) {
 		q    EventQuery
 		want string
 	}{
-		"nothing to select":  {q: EventQuery{Namespace: "default", MessageContains: "x", Since: eventNow}, want: ""},
-		"object and reason":  {q: EventQuery{Kind: "Node", Name: "n1", Reason: "FlexVolumeDriverLoaded"}, want: "involvedObject.kind=Node,involvedObject.name=n1,reason=FlexVolumeDriverLoaded"},
-		"type only":          {q: EventQuery{Type: "Warning"}, want: "type=Warning"},
-		"a value is escaped": {q: EventQuery{Name: "a,b"}, want: `involvedObject.name=a\,b`},
+		"nothing to select":                 {q: EventQuery{Namespace: "default", MessageContains: "x", Since: eventNow}, want: ""},
+		"an object: its Events, any reason": {q: EventQuery{Kind: "Node", Name: "n1", Reason: "FlexVolumeDriverLoaded", Type: "Normal"}, want: "involvedObject.kind=Node,involvedObject.name=n1"},
+		"a name alone":                      {q: EventQuery{Name: "p", Reason: "FailedMount"}, want: "involvedObject.name=p"},
+		"no object: reason and type":        {q: EventQuery{Reason: "DiskSkipped", Type: "Warning", MessageContains: "wwn"}, want: "reason=DiskSkipped,type=Warning"},
+		"a value is escaped":                {q: EventQuery{Name: "a,b"}, want: `involvedObject.name=a\,b`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -100,6 +101,10 @@ func TestWaitForEvent(t *testing.T) {
 		"only others: the error lists them": {
 			objects: []runtime.Object{event("other", func(ev *corev1.Event) { ev.Message = "mounted" })},
 			wantErr: []string{"no Event reason=FailedMount namespace=default name=p", `FailedMount: mounted`, "deadline exceeded"},
+		},
+		"the object's other Events are in the error": {
+			objects: []runtime.Object{event("sched", func(ev *corev1.Event) { ev.Reason, ev.Type, ev.Message = "Scheduled", "Normal", "assigned" })},
+			wantErr: []string{"Scheduled: assigned"},
 		},
 		"another namespace's Event": {
 			objects: []runtime.Object{event("else", func(ev *corev1.Event) { ev.Namespace = "kube-system" })},
@@ -152,7 +157,7 @@ func TestWaitForEventList(t *testing.T) {
 	if _, err := WaitForEvent(context.Background(), client, q, time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if got.Namespace != "default" || got.ListRestrictions.Fields.String() != "involvedObject.name=p,reason=FailedMount" {
+	if got.Namespace != "default" || got.ListRestrictions.Fields.String() != "involvedObject.name=p" {
 		t.Errorf("listed namespace %q with fields %q, want default with q's selector", got.Namespace, got.ListRestrictions.Fields)
 	}
 }
