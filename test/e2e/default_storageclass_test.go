@@ -159,8 +159,8 @@ func requireVolumeStats(ctx context.Context, t *testing.T, c *framework.Cluster,
 	want := fmt.Sprintf(`kubelet_volume_stats_used_bytes{namespace="default",persistentvolumeclaim=%q}`, claim)
 	var out string
 	err := framework.Poll(t.Context(), 150*time.Second, func(context.Context) bool {
-		b, err := c.Client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy/metrics").DoRaw(ctx)
-		out = string(b)
+		var err error
+		out, err = c.KubeletMetrics(ctx, node)
 		return err == nil && strings.Contains(out, want)
 	})
 	if err != nil {

@@ -291,20 +291,11 @@ func draSlicesOnAll(ctx context.Context, c *framework.Cluster) bool {
 // draRegistrations reads node's nodeplug_plugin_watcher_registrations_total
 // for DRAPlugin (through the API server's node proxy).
 func draRegistrations(ctx context.Context, c *framework.Cluster, node string) float64 {
-	out, err := c.Kubectl(ctx, "get", "--raw", "/api/v1/nodes/"+node+"/proxy/metrics")
+	text, err := c.KubeletMetrics(ctx, node)
 	if err != nil {
 		return 0
 	}
-	var total float64
-	for _, line := range strings.Split(out, "\n") {
-		if strings.HasPrefix(line, "nodeplug_plugin_watcher_registrations_total{") && strings.Contains(line, `plugin_type="DRAPlugin"`) {
-			var v float64
-			if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &v); err == nil {
-				total += v
-			}
-		}
-	}
-	return total
+	return framework.MetricSum(text, "nodeplug_plugin_watcher_registrations_total", `plugin_type="DRAPlugin"`)
 }
 
 // draRuntimeHasCDI reports whether the nodes' containerd applies CDI

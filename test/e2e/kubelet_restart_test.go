@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -95,23 +94,11 @@ func TestKubeletRestartKeepsPlugins(t *testing.T) {
 // by plugin type (through the apiserver's node proxy).
 func krRegistrations(ctx context.Context, t *testing.T, c *framework.Cluster) map[string]float64 {
 	t.Helper()
-	out, err := c.Kubectl(ctx, "get", "--raw", "/api/v1/nodes/"+c.NodeName+"/proxy/metrics")
+	text, err := c.KubeletMetrics(ctx, c.NodeName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]float64{}
-	for _, line := range strings.Split(out, "\n") {
-		if !strings.HasPrefix(line, "nodeplug_plugin_watcher_registrations_total{") {
-			continue
-		}
-		var v float64
-		_, typ, _ := strings.Cut(line, `plugin_type="`)
-		typ, _, _ = strings.Cut(typ, `"`)
-		if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &v); err == nil {
-			got[typ] += v
-		}
-	}
-	return got
+	return framework.MetricSumBy(text, "nodeplug_plugin_watcher_registrations_total", "plugin_type")
 }
 
 func krContainer(p *corev1.Pod) string {

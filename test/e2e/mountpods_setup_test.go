@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -194,25 +193,11 @@ func muKubeletMetric(ctx context.Context, t testing.TB, c *framework.Cluster, me
 // muKubeletMetricOn is muKubeletMetric for node's kubelet.
 func muKubeletMetricOn(ctx context.Context, t testing.TB, c *framework.Cluster, node, metric string, labels ...string) float64 {
 	t.Helper()
-	raw, err := c.Client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy", "metrics").DoRaw(ctx)
+	text, err := c.KubeletMetrics(ctx, node)
 	if err != nil {
-		t.Fatalf("kubelet metrics: %v", err)
+		t.Fatal(err)
 	}
-	var sum float64
-	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, metric+"{") && !strings.HasPrefix(line, metric+" ") {
-			continue
-		}
-		ok := true
-		for _, l := range labels {
-			ok = ok && strings.Contains(line, l)
-		}
-		var v float64
-		if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &v); ok && err == nil {
-			sum += v
-		}
-	}
-	return sum
+	return framework.MetricSum(text, metric, labels...)
 }
 
 // muRestartKubelet stops the kubelet local-up started and starts it again

@@ -228,3 +228,13 @@ func BusyboxPod(name, script string) *corev1.Pod {
 		},
 	}
 }
+
+// KubeletMetrics returns node's kubelet's /metrics, read through the
+// apiserver's node proxy (Prometheus' text format; MetricSum reads it).
+func (c *Cluster) KubeletMetrics(ctx context.Context, node string) (string, error) {
+	raw, err := c.Client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy", "metrics").DoRaw(ctx)
+	if err != nil {
+		return "", fmt.Errorf("metrics of the kubelet on %s: %w", node, err)
+	}
+	return string(raw), nil
+}
