@@ -157,11 +157,7 @@ func addLinkedLoop(t *testing.T, d *lpvDisks, link string, formatted bool) (stri
 
 func attachLoop(t *testing.T, d *lpvDisks, img string) string {
 	t.Helper()
-	out, err := exec.Command("losetup", "-f", "--show", img).CombinedOutput()
-	if err != nil {
-		t.Fatalf("losetup %s: %v: %s", img, err, out)
-	}
-	dev := strings.TrimSpace(string(out))
+	dev := framework.AttachLoop(t, img)
 	d.loops = append(d.loops, dev)
 	return dev
 }

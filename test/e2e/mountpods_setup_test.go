@@ -123,11 +123,7 @@ func muLoop(t testing.TB, c *framework.Cluster, name string) string {
 	if err := os.Truncate(img, 64<<20); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("losetup", "-f", "--show", img).CombinedOutput()
-	if err != nil {
-		t.Fatalf("losetup %s: %v: %s", img, err, out)
-	}
-	dev := strings.TrimSpace(string(out))
+	dev := framework.AttachLoop(t, img)
 	t.Cleanup(func() {
 		_ = exec.Command("losetup", "-d", dev).Run()
 		_ = os.Remove(img)

@@ -19,3 +19,14 @@ func Run(ctx context.Context, t testing.TB, name string, args ...string) string 
 	}
 	return string(out)
 }
+
+// AttachLoop attaches the image file img to a free loop device on the host
+// and returns the device; detaching it (losetup -d) is the caller's.
+func AttachLoop(t testing.TB, img string) string {
+	t.Helper()
+	out, err := exec.Command("losetup", "-f", "--show", img).CombinedOutput()
+	if err != nil {
+		t.Fatalf("losetup %s: %v: %s", img, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
