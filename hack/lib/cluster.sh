@@ -21,6 +21,7 @@ KUBELET_EXTRA_FLAGS=${KUBELET_EXTRA_FLAGS:-}
 # utilities run in mount pods. Empty: the kubelet gets the usual PATH.
 KUBELET_HIDDEN_UTILITIES=${KUBELET_HIDDEN_UTILITIES:-}
 KCM_EXTRA_FLAGS=${KCM_EXTRA_FLAGS:-}
+source "${NODEPLUG_ROOT}/hack/lib/node-config.sh"
 
 np::cluster::node_ip() {
   ip -4 -o addr show scope global 2>/dev/null | awk '{sub(/\/.*/, "", $4); print $4; exit}'
@@ -121,44 +122,16 @@ np::cluster::write_configs() {
   mkdir -p "${conf}/cni" "${FLEX_DIR}"
   np::cluster::containerd_conf "${conf}/containerd.toml" "${LOCAL_UP_DIR}/containerd" "${CONTAINERD_SOCK}" "${conf}/cni"
   np::cluster::cni_conf "${conf}/cni/10-nodeplug.conflist" "${POD_CIDR}"
-  cat >"${conf}/kubelet.yaml" <<YAML
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-# This machine runs cgroup v1; upstream refuses it unless told otherwise.
-failCgroupV1: false
-cgroupDriver: cgroupfs
-containerRuntimeEndpoint: unix://${CONTAINERD_SOCK}
-# Only clients with a certificate from the local CA reach the kubelet API.
-authentication:
-  anonymous: {enabled: false}
-  webhook: {enabled: false}
-  x509: {clientCAFile: ${LOCAL_UP_DIR}/pki/ca.crt}
-authorization: {mode: AlwaysAllow}
-tlsCertFile: ${LOCAL_UP_DIR}/pki/kubelet-serving.crt
-tlsPrivateKeyFile: ${LOCAL_UP_DIR}/pki/kubelet-serving.key
-clusterDomain: cluster.local
-clusterDNS: [10.0.0.10]
-volumePluginDir: ${FLEX_DIR}
-podLogsDir: ${LOCAL_UP_DIR}/pod-logs
-imageGCHighThresholdPercent: 100
-imageGCLowThresholdPercent: 99
-evictionHard: {"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%", "nodefs.inodesFree": "1%"}
-failSwapOn: false
-registerNode: true
-YAML
-  cat >"${conf}/kube-proxy.yaml" <<YAML
-apiVersion: kubeproxy.config.k8s.io/v1alpha1
-kind: KubeProxyConfiguration
-clientConnection: {kubeconfig: ${LOCAL_UP_DIR}/pki/kube-proxy.kubeconfig}
-hostnameOverride: ${NODE_NAME}
-mode: iptables
-clusterCIDR: ${POD_CIDR}
-nodePortAddresses: [primary]
-healthzBindAddress: 127.0.0.1:10256
-metricsBindAddress: 127.0.0.1:10249
-# Zero: leave the host's conntrack table size and timeouts as they are.
-conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
-YAML
+  np::cluster::kube_configs "${conf}"
+}
+
+# np::cluster::kube_configs DIR: the kubelet and kube-proxy configurations
+# of the node on the host (NODES=1) in DIR. Its flex plugin dir is below
+# the cluster dir, not upstream's default, which is the host's.
+np::cluster::kube_configs() {
+  np::nodeconf::kubelet "$1/kubelet.yaml" "${CONTAINERD_SOCK}" "${LOCAL_UP_DIR}/pki/kubelet-serving" \
+    "${LOCAL_UP_DIR}/pod-logs" "${FLEX_DIR}"
+  np::nodeconf::kube_proxy "$1/kube-proxy.yaml" "${LOCAL_UP_DIR}/pki/kube-proxy.kubeconfig" "${NODE_NAME}"
 }
 
 np::cluster::start_containerd() {

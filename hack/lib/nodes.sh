@@ -26,8 +26,10 @@ NODES_DIR=${LOCAL_UP_DIR}/nodes
 # the e2e tier's /mnt/disks) are a node's, never the host's. /usr/local/sbin
 # holds the node's service manager, systemctl (hack/lib/node-services.sh).
 # /etc/hosts is the host's with the node's own name added (sudo resolves it).
+# The kubelet's flex plugin dir in a node: upstream's default.
+NODE_FLEX_DIR=/usr/libexec/kubernetes/kubelet-plugins/volume/exec
 NODE_MOUNTS=(kubelet:/var/lib/kubelet
-  flexvolume:/usr/libexec/kubernetes/kubelet-plugins/volume/exec
+  "flexvolume:${NODE_FLEX_DIR}"
   mnt:/mnt tmp:/tmp run:/run sbin:/usr/local/sbin hosts:/etc/hosts)
 
 # np::nodes::hidden_paths: prints, one per line and outer first, those of
@@ -109,44 +111,7 @@ np::nodes::write_configs() {
   np::cluster::containerd_conf "${dir}/containerd.toml" "${dir}/containerd" "${dir}/containerd.sock" "${dir}/cni" \
     "${dir}/containerd.sock.ttrpc"
   np::cluster::cni_conf "${dir}/cni/10-nodeplug.conflist" "$(np::nodes::pod_cidr "${i}")" "${dir}/ipam"
-  # Upstream's defaults for the root dir and the flex plugin dir (both are
-  # the node's own, mounted in its mount namespace). The nodes share one
-  # disk, so disk-pressure eviction and image GC are off, as kind does.
-  cat >"${dir}/kubelet.yaml" <<YAML
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-failCgroupV1: false
-cgroupDriver: cgroupfs
-cgroupRoot: /${name}
-containerRuntimeEndpoint: unix://${dir}/containerd.sock
-authentication:
-  anonymous: {enabled: false}
-  webhook: {enabled: false}
-  x509: {clientCAFile: ${pki}/ca.crt}
-authorization: {mode: AlwaysAllow}
-tlsCertFile: ${pki}/kubelet-serving-${name}.crt
-tlsPrivateKeyFile: ${pki}/kubelet-serving-${name}.key
-clusterDomain: cluster.local
-clusterDNS: [10.0.0.10]
-podLogsDir: ${dir}/pod-logs
-imageGCHighThresholdPercent: 100
-imageGCLowThresholdPercent: 99
-evictionHard: {"memory.available": "100Mi", "nodefs.available": "0%", "nodefs.inodesFree": "0%", "imagefs.available": "0%"}
-failSwapOn: false
-registerNode: true
-YAML
-  cat >"${dir}/kube-proxy.yaml" <<YAML
-apiVersion: kubeproxy.config.k8s.io/v1alpha1
-kind: KubeProxyConfiguration
-clientConnection: {kubeconfig: ${dir}/kube-proxy.kubeconfig}
-hostnameOverride: ${name}
-mode: iptables
-clusterCIDR: ${POD_CIDR}
-nodePortAddresses: [primary]
-healthzBindAddress: 127.0.0.1:10256
-metricsBindAddress: 127.0.0.1:10249
-conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
-YAML
+  np::nodes::kube_configs "${i}"
   np::pki::cert "kubelet-serving-${name}" "${name}" "" "DNS:${name},DNS:localhost,IP:127.0.0.1,IP:${ip}"
   np::pki::cert "kubelet-${name}" "system:node:${name}" system:nodes
   rm -f "${pki}"/*.csr "${pki}"/*.ext
@@ -154,6 +119,17 @@ YAML
   # bridge); the apiserver's certificate already names it.
   np::nodes::kubeconfig "${dir}/kubelet.kubeconfig" "kubelet-${name}"
   np::nodes::kubeconfig "${dir}/kube-proxy.kubeconfig" kube-proxy
+}
+
+# np::nodes::kube_configs I: node I's kubelet and kube-proxy
+# configurations in its dir. The flex plugin dir is upstream's default (the
+# node's own, mounted in its mount namespace, as is the root dir).
+np::nodes::kube_configs() {
+  local name dir
+  name=$(np::nodes::name "$1") dir=$(np::nodes::dir "$1")
+  np::nodeconf::kubelet "${dir}/kubelet.yaml" "${dir}/containerd.sock" "${LOCAL_UP_DIR}/pki/kubelet-serving-${name}" \
+    "${dir}/pod-logs" "${NODE_FLEX_DIR}" "/${name}"
+  np::nodeconf::kube_proxy "${dir}/kube-proxy.yaml" "${dir}/kube-proxy.kubeconfig" "${name}"
 }
 
 np::nodes::kubeconfig() { # FILE CERT

@@ -22,13 +22,7 @@ func TestNodeplugBinariesRunTheCluster(t *testing.T) {
 	if err != nil {
 		t.Fatalf("get node: %v", err)
 	}
-	ready := false
-	for _, cond := range node.Status.Conditions {
-		if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
-			ready = true
-		}
-	}
-	if !ready {
+	if !framework.NodeReady(node) {
 		t.Fatalf("node %s is not Ready: %+v", c.NodeName, node.Status.Conditions)
 	}
 	if v := node.Status.NodeInfo.KubeletVersion; !strings.HasPrefix(v, "v1.37.") {

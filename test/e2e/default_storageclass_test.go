@@ -108,7 +108,7 @@ func provisionOn(ctx context.Context, t *testing.T, c *framework.Cluster, n *fra
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
 	c.CreatePodOn(ctx, t, pod, "")
 	c.WaitForPod(ctx, t, name, 120*time.Second, corev1.PodRunning)
-	requireFile(ctx, t, c, name, "/data/f", greeting)
+	c.RequireFile(ctx, t, name, "/data/f", greeting)
 
 	got, err := c.Client.CoreV1().PersistentVolumeClaims("default").Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -158,9 +158,9 @@ func requireVolumeStats(ctx context.Context, t *testing.T, c *framework.Cluster,
 	t.Helper()
 	want := fmt.Sprintf(`kubelet_volume_stats_used_bytes{namespace="default",persistentvolumeclaim=%q}`, claim)
 	var out string
-	err := poll(t, 150*time.Second, func() bool {
-		b, err := c.Client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy/metrics").DoRaw(ctx)
-		out = string(b)
+	err := framework.Poll(t.Context(), 150*time.Second, func(context.Context) bool {
+		var err error
+		out, err = c.KubeletMetrics(ctx, node)
 		return err == nil && strings.Contains(out, want)
 	})
 	if err != nil {
@@ -175,11 +175,7 @@ func deleteClaimAndWait(ctx context.Context, t *testing.T, c *framework.Cluster,
 	if err := c.Client.CoreV1().PersistentVolumeClaims("default").Delete(ctx, claim, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err := poll(t, 60*time.Second, func() bool {
-		_, err := c.Client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
-	})
-	if err != nil {
+	if err := c.WaitForPVGone(t.Context(), pv.Name, 60*time.Second); err != nil {
 		t.Fatalf("PV %s still exists 60 s after its claim was deleted", pv.Name)
 	}
 }

@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/kubernetes/test/e2e/dra/test-driver/deploy/example"
 
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
@@ -114,9 +113,9 @@ func draUndeploy(t *testing.T, c *framework.Cluster) {
 	pods := c.Client.CoreV1().Pods(draNamespace)
 	_ = pods.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "app=" + draDaemonSet})
 	// t's own context is cancelled by now.
-	if err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	if err := framework.Poll(ctx, 0, func(ctx context.Context) bool {
 		l, err := pods.List(ctx, metav1.ListOptions{LabelSelector: "app=" + draDaemonSet})
-		return err == nil && len(l.Items) == 0, nil
+		return err == nil && len(l.Items) == 0
 	}); err != nil {
 		t.Errorf("the driver's pods are still there 60 s after their deletion: %v", err)
 	}
@@ -176,7 +175,7 @@ func draAwaitRollout(ctx context.Context, t *testing.T, c *framework.Cluster, wa
 	t.Helper()
 	var last string
 	var byNode map[string]*corev1.Pod
-	err := poll(t, 120*time.Second, func() bool {
+	err := framework.Poll(t.Context(), 120*time.Second, func(context.Context) bool {
 		ds, err := c.Client.AppsV1().DaemonSets(draNamespace).Get(ctx, draDaemonSet, metav1.GetOptions{})
 		if err != nil {
 			last = err.Error()

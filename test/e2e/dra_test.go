@@ -49,7 +49,7 @@ func TestDRATestDriver(t *testing.T) {
 // with a claim of its DeviceClass runs on each node with a device of that
 // node. The pods belong to parent: the next cases run while they are in use.
 func draSlicesAndClaims(ctx context.Context, t, parent *testing.T, c *framework.Cluster) {
-	if err := poll(t, 60*time.Second, func() bool { return draSlicesOnAll(ctx, c) }); err != nil {
+	if err := framework.Poll(t.Context(), 60*time.Second, func(context.Context) bool { return draSlicesOnAll(ctx, c) }); err != nil {
 		got, _ := draSlices(ctx, c)
 		t.Fatalf("ResourceSlices of %s: devices per node %v, want %d on each of the %d nodes", draDriver, got, draDevices, len(c.Nodes))
 	}
@@ -113,7 +113,7 @@ func draKubeletRestart(ctx context.Context, t *testing.T, c *framework.Cluster, 
 	w := draWatchSlices(ctx, t, c)
 	began := time.Now()
 	restartComponentOn(ctx, t, c, restarted, "kubelet", nil)
-	if err := poll(t, 60*time.Second, func() bool { return draRegistrations(ctx, c, restarted.Name) >= 1 }); err != nil {
+	if err := framework.Poll(t.Context(), 60*time.Second, func(context.Context) bool { return draRegistrations(ctx, c, restarted.Name) >= 1 }); err != nil {
 		t.Fatalf("the restarted kubelet on %s has not registered a DRAPlugin in 60 s (nodeplug_plugin_watcher_registrations_total)", restarted.Name)
 	}
 	t.Logf("kubelet on %s restarted and the driver registered again in %s", restarted.Name, time.Since(began).Round(time.Millisecond))
@@ -124,7 +124,7 @@ func draKubeletRestart(ctx context.Context, t *testing.T, c *framework.Cluster, 
 	// Upstream's kubelet deletes all of its node's ResourceSlices when
 	// it starts (DRAPluginManager); the driver, still running,
 	// publishes them again.
-	if err := poll(t, 30*time.Second, func() bool { return draSlicesOnAll(ctx, c) }); err != nil {
+	if err := framework.Poll(t.Context(), 30*time.Second, func(context.Context) bool { return draSlicesOnAll(ctx, c) }); err != nil {
 		got, _ := draSlices(ctx, c)
 		t.Errorf("30 s after the kubelet restart on %s: devices per node %v, want %d on each node", restarted.Name, got, draDevices)
 	}
@@ -163,7 +163,7 @@ func draDriverKilled(ctx context.Context, t *testing.T, c *framework.Cluster, ki
 		}
 	})
 	var goneAfter time.Duration
-	err := poll(t, 90*time.Second, func() bool {
+	err := framework.Poll(t.Context(), 90*time.Second, func(context.Context) bool {
 		got, err := draSlices(ctx, c)
 		goneAfter = time.Since(killedAt)
 		return err == nil && got[killed.Name] == 0
@@ -291,20 +291,11 @@ func draSlicesOnAll(ctx context.Context, c *framework.Cluster) bool {
 // draRegistrations reads node's nodeplug_plugin_watcher_registrations_total
 // for DRAPlugin (through the API server's node proxy).
 func draRegistrations(ctx context.Context, c *framework.Cluster, node string) float64 {
-	out, err := c.Kubectl(ctx, "get", "--raw", "/api/v1/nodes/"+node+"/proxy/metrics")
+	text, err := c.KubeletMetrics(ctx, node)
 	if err != nil {
 		return 0
 	}
-	var total float64
-	for _, line := range strings.Split(out, "\n") {
-		if strings.HasPrefix(line, "nodeplug_plugin_watcher_registrations_total{") && strings.Contains(line, `plugin_type="DRAPlugin"`) {
-			var v float64
-			if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &v); err == nil {
-				total += v
-			}
-		}
-	}
-	return total
+	return framework.MetricSum(text, "nodeplug_plugin_watcher_registrations_total", `plugin_type="DRAPlugin"`)
 }
 
 // draRuntimeHasCDI reports whether the nodes' containerd applies CDI

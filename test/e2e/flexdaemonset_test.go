@@ -4,9 +4,7 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,8 +12,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
@@ -54,7 +50,7 @@ func TestFlexVolumeDaemonSetStories(t *testing.T) {
 
 	shipped := loadDriverDaemonSet(t, c.Node.FlexDir())
 	since := time.Now()
-	createDaemonSet(ctx, t, c, shipped)
+	c.CreateDaemonSet(ctx, t, shipped)
 
 	t.Run("install", func(t *testing.T) {
 		requireDriverOnEveryNode(t, c, "nodeplug.io~tmpfs/tmpfs", "")
@@ -62,7 +58,7 @@ func TestFlexVolumeDaemonSetStories(t *testing.T) {
 		pod := flexPod("e2e-ds-tmpfs", "nodeplug.io/tmpfs", nil)
 		c.CreatePod(ctx, t, pod)
 		c.WaitForPod(ctx, t, pod.Name, 120*time.Second, corev1.PodRunning)
-		requireMountType(ctx, t, c, pod.Name, "tmpfs")
+		c.RequireMountType(ctx, t, pod.Name, "/data", "tmpfs")
 	})
 
 	v1 := buildInstallerImage(ctx, t, c, "docker.io/nodeplug/e2e-versioned-installer:v1", "v1")
@@ -79,7 +75,7 @@ func TestFlexVolumeDaemonSetStories(t *testing.T) {
 	parent := t
 	t.Run("add another driver", func(t *testing.T) {
 		since := time.Now()
-		createDaemonSet(ctx, parent, c, versioned)
+		c.CreateDaemonSet(ctx, parent, versioned)
 		waitForDriverLoaded(ctx, t, c, versionedName, since)
 		pod := flexPod("e2e-ds-both", "nodeplug.io/tmpfs", nil)
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "ver", VolumeSource: corev1.VolumeSource{
@@ -88,8 +84,8 @@ func TestFlexVolumeDaemonSetStories(t *testing.T) {
 			corev1.VolumeMount{Name: "ver", MountPath: "/ver"})
 		c.CreatePod(ctx, t, pod)
 		c.WaitForPod(ctx, t, pod.Name, 120*time.Second, corev1.PodRunning)
-		requireMountType(ctx, t, c, pod.Name, "tmpfs")
-		requireFile(ctx, t, c, pod.Name, "/ver/version", "v1")
+		c.RequireMountType(ctx, t, pod.Name, "/data", "tmpfs")
+		c.RequireFile(ctx, t, pod.Name, "/ver/version", "v1")
 	})
 
 	t.Run("update", func(t *testing.T) {
@@ -97,14 +93,14 @@ func TestFlexVolumeDaemonSetStories(t *testing.T) {
 		if _, err := c.Kubectl(ctx, "-n", "kube-system", "set", "image", "daemonset/"+versioned.Name, "installer="+v2); err != nil {
 			t.Fatal(err)
 		}
-		waitForRollout(ctx, t, c, versioned.Name)
+		c.WaitForRollout(ctx, t, versioned.Namespace, versioned.Name)
 		// Not waited for: the new pod is Ready only once v2 is in place.
 		requireDriverOnEveryNode(t, c, "nodeplug.io~e2e-versioned/e2e-versioned", "echo \"v2\"")
 		waitForDriverLoaded(ctx, t, c, versionedName, since)
 		pod := flexPod("e2e-ds-v2", versionedName, nil)
 		c.CreatePod(ctx, t, pod)
 		c.WaitForPod(ctx, t, pod.Name, 120*time.Second, corev1.PodRunning)
-		requireFile(ctx, t, c, pod.Name, "/data/version", "v2")
+		c.RequireFile(ctx, t, pod.Name, "/data/version", "v2")
 	})
 
 	t.Run("remove", func(t *testing.T) {
@@ -112,15 +108,15 @@ func TestFlexVolumeDaemonSetStories(t *testing.T) {
 		c.CreatePod(ctx, t, user)
 		c.WaitForPod(ctx, t, user.Name, 120*time.Second, corev1.PodRunning)
 		since := time.Now()
-		deleteDaemonSet(ctx, t, c, versioned.Name)
+		c.DeleteDaemonSet(ctx, t, versioned.Namespace, versioned.Name)
 		waitForHostFileGone(t, filepath.Join(flexDir, "nodeplug.io~e2e-versioned", "e2e-versioned"))
-		waitForNodeEvent(ctx, t, c, "FlexVolumeDriverRemovalDeferred", versionedName, since)
+		c.RequireEvent(ctx, t, flexDriverEvent(c, "FlexVolumeDriverRemovalDeferred", versionedName, since), 60*time.Second)
 		// Teardown works with the kept driver: the pod goes away.
 		c.DeletePod(t, user.Name)
-		waitForNodeEvent(ctx, t, c, "FlexVolumeDriverRemoved", versionedName, since)
+		c.RequireEvent(ctx, t, flexDriverEvent(c, "FlexVolumeDriverRemoved", versionedName, since), 60*time.Second)
 		late := flexPod("e2e-ds-late", versionedName, nil)
 		c.CreatePod(ctx, t, late)
-		waitForPodEvent(ctx, t, c, late.Name, "FailedMount")
+		c.RequireEvent(ctx, t, framework.EventQuery{Namespace: "default", Name: late.Name, Reason: "FailedMount"}, 90*time.Second)
 	})
 }
 
@@ -155,31 +151,6 @@ func loadDriverDaemonSet(t testing.TB, flexDir string) *appsv1.DaemonSet {
 	return ds
 }
 
-func createDaemonSet(ctx context.Context, t testing.TB, c *framework.Cluster, ds *appsv1.DaemonSet) {
-	t.Helper()
-	if _, err := c.Client.AppsV1().DaemonSets(ds.Namespace).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create daemonset %s: %v", ds.Name, err)
-	}
-	t.Cleanup(func() { deleteDaemonSet(context.Background(), t, c, ds.Name) })
-	waitForRollout(ctx, t, c, ds.Name)
-}
-
-func deleteDaemonSet(ctx context.Context, t testing.TB, c *framework.Cluster, name string) {
-	t.Helper()
-	if _, err := c.Kubectl(ctx, "-n", "kube-system", "delete", "daemonset", name,
-		"--ignore-not-found", "--wait", "--cascade=foreground", "--timeout=90s"); err != nil {
-		t.Errorf("delete daemonset %s: %v", name, err)
-	}
-}
-
-func waitForRollout(ctx context.Context, t testing.TB, c *framework.Cluster, name string) {
-	t.Helper()
-	if _, err := c.Kubectl(ctx, "-n", "kube-system", "rollout", "status", "daemonset/"+name, "--timeout=120s"); err != nil {
-		out, _ := c.Kubectl(ctx, "-n", "kube-system", "get", "pods", "-o", "wide")
-		t.Fatalf("%v\npods:\n%s", err, out)
-	}
-}
-
 // buildInstallerImage builds an installer image holding versionedDriver at
 // version, with the project's installer binary, and imports it into the
 // cluster's containerd.
@@ -191,43 +162,14 @@ func buildInstallerImage(ctx context.Context, t testing.TB, c *framework.Cluster
 		t.Fatal(err)
 	}
 	tarball := filepath.Join(dir, "image.tar")
-	run(ctx, t, filepath.Join(c.BinDir, "mkimage"), "-o", tarball, "-name", ref,
+	framework.Run(ctx, t, filepath.Join(c.BinDir, "mkimage"), "-o", tarball, "-name", ref,
 		"-file", "/flexvolume-installer="+filepath.Join(c.BinDir, "flexvolume-installer")+":0755",
 		"-file", "/drivers/e2e-versioned="+driver+":0755",
 		"-dir", "/flexmnt", "-entrypoint", "/flexvolume-installer", "-env", "PATH=/")
 	for _, n := range c.Nodes {
-		run(ctx, t, "ctr", "--address", n.ContainerdSocket(), "-n", "k8s.io", "images", "import", tarball)
+		framework.Run(ctx, t, "ctr", "--address", n.ContainerdSocket(), "-n", "k8s.io", "images", "import", tarball)
 	}
 	return ref
-}
-
-func run(ctx context.Context, t testing.TB, name string, args ...string) {
-	t.Helper()
-	if out, err := exec.CommandContext(ctx, name, args...).CombinedOutput(); err != nil {
-		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-	}
-}
-
-func requireMountType(ctx context.Context, t testing.TB, c *framework.Cluster, pod, fsType string) {
-	t.Helper()
-	out, err := c.Kubectl(ctx, "exec", pod, "--", "grep", " /data ", "/proc/mounts")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f := strings.Fields(out); len(f) < 3 || f[2] != fsType {
-		t.Fatalf("pod %s: /data is %q, want a %s mount", pod, strings.TrimSpace(out), fsType)
-	}
-}
-
-func requireFile(ctx context.Context, t testing.TB, c *framework.Cluster, pod, path, want string) {
-	t.Helper()
-	out, err := c.Kubectl(ctx, "exec", pod, "--", "cat", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.TrimSpace(out) != want {
-		t.Fatalf("pod %s: %s holds %q, want %q", pod, path, strings.TrimSpace(out), want)
-	}
 }
 
 // requireDriverOnEveryNode checks, without waiting, that every node holds
@@ -247,7 +189,7 @@ func requireDriverOnEveryNode(t testing.TB, c *framework.Cluster, rel, contains 
 
 func waitForHostFileGone(t testing.TB, path string) {
 	t.Helper()
-	if err := poll(t, 60*time.Second, func() bool { _, err := os.Stat(path); return os.IsNotExist(err) }); err != nil {
+	if err := framework.Poll(t.Context(), 60*time.Second, func(context.Context) bool { _, err := os.Stat(path); return os.IsNotExist(err) }); err != nil {
 		t.Fatalf("%s was not removed: %v", path, err)
 	}
 }
@@ -258,54 +200,13 @@ func waitForHostFileGone(t testing.TB, path string) {
 // such a pod only after about two minutes.
 func waitForDriverLoaded(ctx context.Context, t testing.TB, c *framework.Cluster, driver string, since time.Time) {
 	t.Helper()
-	waitForNodeEvent(ctx, t, c, "FlexVolumeDriverLoaded", driver, since)
+	c.RequireEvent(ctx, t, flexDriverEvent(c, "FlexVolumeDriverLoaded", driver, since), 60*time.Second)
 }
 
-// waitForNodeEvent waits for an event with reason on the first node whose message
-// names driver, last seen at or after since (events have second precision).
-func waitForNodeEvent(ctx context.Context, t testing.TB, c *framework.Cluster, reason, driver string, since time.Time) {
-	t.Helper()
-	since = since.Truncate(time.Second)
-	var seen []string
-	err := poll(t, 60*time.Second, func() bool {
-		list, err := c.Client.CoreV1().Events("").List(ctx, metav1.ListOptions{
-			FieldSelector: "involvedObject.kind=Node,involvedObject.name=" + c.NodeName + ",reason=" + reason})
-		if err != nil {
-			return false
-		}
-		seen = seen[:0]
-		for _, ev := range list.Items {
-			seen = append(seen, ev.Message)
-			last := ev.LastTimestamp.Time
-			if ev.Series != nil {
-				last = ev.Series.LastObservedTime.Time
-			}
-			if strings.Contains(ev.Message, driver+" ") && !last.Before(since) {
-				return true
-			}
-		}
-		return false
-	})
-	if err != nil {
-		t.Fatalf("no Node event %s for %s (seen %q): %v", reason, driver, seen, err)
-	}
-}
-
-func waitForPodEvent(ctx context.Context, t testing.TB, c *framework.Cluster, pod, reason string) {
-	t.Helper()
-	err := poll(t, 90*time.Second, func() bool {
-		list, err := c.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{
-			FieldSelector: fmt.Sprintf("involvedObject.name=%s,reason=%s", pod, reason)})
-		return err == nil && len(list.Items) > 0
-	})
-	if err != nil {
-		t.Fatalf("no %s event for pod %s: %v", reason, pod, err)
-	}
-}
-
-func poll(t testing.TB, timeout time.Duration, cond func() bool) error {
-	return wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, timeout, true,
-		func(context.Context) (bool, error) { return cond(), nil })
+// flexDriverEvent is the Event with reason on the first node whose message
+// names driver, last seen at or after since.
+func flexDriverEvent(c *framework.Cluster, reason, driver string, since time.Time) framework.EventQuery {
+	return framework.EventQuery{Kind: "Node", Name: c.NodeName, Reason: reason, MessageContains: driver + " ", Since: since}
 }
 
 // TestFlexVolumeAttachable: the shipped attachable driver nodeplug.io/loop,
@@ -318,7 +219,7 @@ func TestFlexVolumeAttachable(t *testing.T) {
 	requireFlexDiscovery(t, c)
 	ctx := t.Context()
 	since := time.Now()
-	createDaemonSet(ctx, t, c, loadDriverDaemonSet(t, c.Node.FlexDir()))
+	c.CreateDaemonSet(ctx, t, loadDriverDaemonSet(t, c.Node.FlexDir()))
 	if !c.Node.OnHost() {
 		// The controller-manager attaches: the operator installs the driver
 		// on the control plane too, which runs no DaemonSet pod here.
@@ -337,7 +238,7 @@ func TestFlexVolumeAttachable(t *testing.T) {
 	pod.Spec.Containers[0].VolumeMounts[0].Name = "e2eloop"
 	c.CreatePod(ctx, t, pod)
 	c.WaitForPod(ctx, t, pod.Name, 120*time.Second, corev1.PodRunning)
-	requireMountType(ctx, t, c, pod.Name, "ext4")
+	c.RequireMountType(ctx, t, pod.Name, "/data", "ext4")
 	if _, err := c.Kubectl(ctx, "exec", pod.Name, "--", "sh", "-c", "echo data > /data/f && sync"); err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +246,7 @@ func TestFlexVolumeAttachable(t *testing.T) {
 		t.Fatalf("node %s does not report a nodeplug.io/loop volume attached", c.NodeName)
 	}
 	c.DeletePod(t, pod.Name)
-	if err := poll(t, 120*time.Second, func() bool { return !attached(ctx, t, c, "nodeplug.io/loop") }); err != nil {
+	if err := framework.Poll(t.Context(), 120*time.Second, func(context.Context) bool { return !attached(ctx, t, c, "nodeplug.io/loop") }); err != nil {
 		t.Fatalf("nodeplug.io/loop volume still attached after the pod is gone: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(images, "e2eloop.img")); err != nil {
@@ -353,17 +254,12 @@ func TestFlexVolumeAttachable(t *testing.T) {
 	}
 }
 
-// attached reports whether the node reports a volume of driver attached.
+// attached reports whether the node reports a volume of driver attached
+// (false when the Node cannot be read).
 func attached(ctx context.Context, t testing.TB, c *framework.Cluster, driver string) bool {
-	node, err := c.Client.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
+	ok, err := c.NodeAttached(ctx, c.NodeName, func(v string) bool { return strings.HasPrefix(v, driver+"/") })
 	if err != nil {
-		t.Logf("get node: %v", err)
-		return false
+		t.Logf("%v", err)
 	}
-	for _, v := range node.Status.VolumesAttached {
-		if strings.HasPrefix(string(v.Name), driver+"/") {
-			return true
-		}
-	}
-	return false
+	return ok
 }

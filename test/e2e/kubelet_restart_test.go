@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -36,7 +35,7 @@ func TestKubeletRestartKeepsPlugins(t *testing.T) {
 	startCSIDriver(t, c.Node, regDir)
 	createCSIDriverObject(ctx, t, c)
 	waitAllocatable(ctx, t, c, 2)
-	if err := poll(t, 60*time.Second, func() bool { return csiNodeHas(ctx, c, csiDriverName) }); err != nil {
+	if err := framework.Poll(t.Context(), 60*time.Second, func(context.Context) bool { return c.CSINodeHasDriver(ctx, c.NodeName, csiDriverName) }); err != nil {
 		t.Fatalf("CSINode %s does not list %s: %v", c.NodeName, csiDriverName, err)
 	}
 
@@ -51,13 +50,13 @@ func TestKubeletRestartKeepsPlugins(t *testing.T) {
 	pod.Spec.Containers[0].Command = []string{"sh", "-c", "echo before > /data/marker && sleep 3600"}
 	c.CreatePod(ctx, t, pod)
 	before := c.WaitForPod(ctx, t, pod.Name, 90*time.Second, corev1.PodRunning)
-	requireFile(ctx, t, c, pod.Name, "/data/marker", "before")
+	c.RequireFile(ctx, t, pod.Name, "/data/marker", "before")
 	regsBefore := krRegistrations(ctx, t, c)
 
 	muRestartKubelet(ctx, t, c)
 
 	// The plugins are registered again by the new kubelet.
-	if err := poll(t, 60*time.Second, func() bool {
+	if err := framework.Poll(t.Context(), 60*time.Second, func(context.Context) bool {
 		r := krRegistrations(ctx, t, c)
 		return r["CSIPlugin"] >= 1 && r["DevicePlugin"] >= 1
 	}); err != nil {
@@ -71,7 +70,7 @@ func TestKubeletRestartKeepsPlugins(t *testing.T) {
 	c.WaitForPod(ctx, t, dev.Name, 90*time.Second, corev1.PodRunning)
 	requireOneDevice(ctx, t, c, dev.Name)
 	c.WaitForPod(ctx, t, vol.Name, 90*time.Second, corev1.PodRunning)
-	requireFile(ctx, t, c, vol.Name, "/data/hello", csiGreeting)
+	c.RequireFile(ctx, t, vol.Name, "/data/hello", csiGreeting)
 
 	// The flex pod kept running on its volume.
 	after, err := c.Client.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
@@ -81,12 +80,12 @@ func TestKubeletRestartKeepsPlugins(t *testing.T) {
 	if got, want := krContainer(after), krContainer(before); got != want {
 		t.Errorf("the flex pod's container after the restart: %s, want %s (unchanged)", got, want)
 	}
-	requireFile(ctx, t, c, pod.Name, "/data/marker", "before")
+	c.RequireFile(ctx, t, pod.Name, "/data/marker", "before")
 
 	// Deleted, its volume is torn down and detached.
 	c.DeletePod(t, pod.Name)
 	waitLoopReleased(t, filepath.Join(imgDir, "data.img"))
-	if err := poll(t, 60*time.Second, func() bool { return !krAttached(ctx, c, "e2e.restart/loop/data") }); err != nil {
+	if err := framework.Poll(t.Context(), 60*time.Second, func(context.Context) bool { return !krAttached(ctx, c, "e2e.restart/loop/data") }); err != nil {
 		t.Fatalf("node %s still lists e2e.restart/loop/data attached: %v", c.NodeName, err)
 	}
 }
@@ -95,23 +94,11 @@ func TestKubeletRestartKeepsPlugins(t *testing.T) {
 // by plugin type (through the apiserver's node proxy).
 func krRegistrations(ctx context.Context, t *testing.T, c *framework.Cluster) map[string]float64 {
 	t.Helper()
-	out, err := c.Kubectl(ctx, "get", "--raw", "/api/v1/nodes/"+c.NodeName+"/proxy/metrics")
+	text, err := c.KubeletMetrics(ctx, c.NodeName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]float64{}
-	for _, line := range strings.Split(out, "\n") {
-		if !strings.HasPrefix(line, "nodeplug_plugin_watcher_registrations_total{") {
-			continue
-		}
-		var v float64
-		_, typ, _ := strings.Cut(line, `plugin_type="`)
-		typ, _, _ = strings.Cut(typ, `"`)
-		if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &v); err == nil {
-			got[typ] += v
-		}
-	}
-	return got
+	return framework.MetricSumBy(text, "nodeplug_plugin_watcher_registrations_total", "plugin_type")
 }
 
 func krContainer(p *corev1.Pod) string {
@@ -122,15 +109,9 @@ func krContainer(p *corev1.Pod) string {
 	return fmt.Sprintf("%s (restarts %d)", s.ContainerID, s.RestartCount)
 }
 
+// krAttached reports whether the node reports volume attached (true when
+// the Node cannot be read, so that a wait for the detach goes on).
 func krAttached(ctx context.Context, c *framework.Cluster, volume string) bool {
-	node, err := c.Client.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
-	if err != nil {
-		return true
-	}
-	for _, v := range node.Status.VolumesAttached {
-		if string(v.Name) == volume {
-			return true
-		}
-	}
-	return false
+	ok, err := c.NodeAttached(ctx, c.NodeName, func(v string) bool { return v == volume })
+	return ok || err != nil
 }

@@ -64,7 +64,7 @@ func TestLocalPVDiskSelector(t *testing.T) {
 	if *pv.Spec.VolumeMode != corev1.PersistentVolumeBlock || pv.Spec.StorageClassName != selectedClass {
 		t.Errorf("PV %s: mode %s class %s", pv.Name, *pv.Spec.VolumeMode, pv.Spec.StorageClassName)
 	}
-	waitForEvent(ctx, t, c, "DiskSkipped", "wwn-0x50000e2e00000002")
+	c.RequireEvent(ctx, t, framework.EventQuery{Reason: "DiskSkipped", MessageContains: "wwn-0x50000e2e00000002"}, 120*time.Second)
 	if p := findPV(ctx, t, c, filepath.Join(disks.block, "wwn-0x50000e2e00000002")); p != nil {
 		t.Errorf("the disk with a file system (%s) got PV %s", formatted, p.Name)
 	}
@@ -157,11 +157,7 @@ func addLinkedLoop(t *testing.T, d *lpvDisks, link string, formatted bool) (stri
 
 func attachLoop(t *testing.T, d *lpvDisks, img string) string {
 	t.Helper()
-	out, err := exec.Command("losetup", "-f", "--show", img).CombinedOutput()
-	if err != nil {
-		t.Fatalf("losetup %s: %v: %s", img, err, out)
-	}
-	dev := strings.TrimSpace(string(out))
+	dev := framework.AttachLoop(t, img)
 	d.loops = append(d.loops, dev)
 	return dev
 }
@@ -207,24 +203,12 @@ func applyStorageClass(ctx context.Context, t *testing.T, c *framework.Cluster, 
 	t.Cleanup(func() { _, _ = c.Kubectl(context.Background(), "delete", "storageclass", name, "--ignore-not-found") })
 }
 
-func waitForEvent(ctx context.Context, t *testing.T, c *framework.Cluster, reason, substr string) {
-	t.Helper()
-	var out string
-	err := poll(t, 120*time.Second, func() bool {
-		out, _ = c.Kubectl(ctx, "get", "events", "-A", "--field-selector", "reason="+reason, "-o", "custom-columns=MSG:.message")
-		return strings.Contains(out, substr)
-	})
-	if err != nil {
-		t.Fatalf("no %s Event naming %s: %v\n%s", reason, substr, err, out)
-	}
-}
-
 // waitForInventory waits until the node's NodeDiskState status lists the
 // kernel device dev with its size.
 func waitForInventory(ctx context.Context, t *testing.T, c *framework.Cluster, node, dev string) {
 	t.Helper()
 	var raw string
-	err := poll(t, 120*time.Second, func() bool {
+	err := framework.Poll(t.Context(), 120*time.Second, func(context.Context) bool {
 		raw, _ = c.Kubectl(ctx, "get", "nodediskstates.localpv.nodeplug.io", node, "-o", "json")
 		var obj struct {
 			Status struct {

@@ -90,11 +90,7 @@ func (d *lpvDisks) addLoop(name string) string {
 	if err := os.Truncate(img, 64<<20); err != nil {
 		d.t.Fatal(err)
 	}
-	out, err := exec.Command("losetup", "-f", "--show", img).CombinedOutput()
-	if err != nil {
-		d.t.Fatalf("losetup %s: %v: %s", img, err, out)
-	}
-	dev := strings.TrimSpace(string(out))
+	dev := framework.AttachLoop(d.t, img)
 	d.loops = append(d.loops, dev)
 	link := filepath.Join(d.block, name)
 	if err := os.Symlink(dev, d.host(link)); err != nil {

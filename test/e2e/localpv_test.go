@@ -41,7 +41,7 @@ func TestLocalPV(t *testing.T) {
 		reader := claimPod(ctx, t, c, "e2e-lpv-reader", pv1.Name, "ls -A /data; test ! -e /data/old && touch /data/clean && sleep 3600")
 		c.CreatePod(ctx, t, reader)
 		c.WaitForPod(ctx, t, reader.Name, 120*time.Second, corev1.PodRunning)
-		requireFile(ctx, t, c, reader.Name, "/data/clean", "")
+		c.RequireFile(ctx, t, reader.Name, "/data/clean", "")
 		c.DeletePod(t, reader.Name)
 		deleteClaim(ctx, t, c, reader.Name)
 	})
@@ -62,7 +62,7 @@ func TestLocalPV(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Until the cleanup Job succeeds, no PV may exist for the disk.
-		err := poll(t, 120*time.Second, func() bool {
+		err := framework.Poll(t.Context(), 120*time.Second, func(context.Context) bool {
 			j, err := c.Client.BatchV1().Jobs(lpvNamespace).Get(ctx, job, metav1.GetOptions{})
 			done := apierrors.IsNotFound(err) || (err == nil && j.Status.Succeeded > 0)
 			if p := findPV(ctx, t, c, blk0); p != nil && p.UID != pv.UID && !done {
@@ -103,7 +103,7 @@ func findPV(ctx context.Context, t testing.TB, c *framework.Cluster, hostPath st
 func waitForPV(ctx context.Context, t testing.TB, c *framework.Cluster, hostPath string, notUID types.UID, phase corev1.PersistentVolumePhase) *corev1.PersistentVolume {
 	t.Helper()
 	var pv *corev1.PersistentVolume
-	err := poll(t, 120*time.Second, func() bool {
+	err := framework.Poll(t.Context(), 120*time.Second, func(context.Context) bool {
 		pv = findPV(ctx, t, c, hostPath)
 		return pv != nil && pv.UID != notUID && pv.Status.Phase == phase
 	})
@@ -154,7 +154,7 @@ func deleteClaim(ctx context.Context, t testing.TB, c *framework.Cluster, name s
 func waitForCleanupJob(ctx context.Context, t testing.TB, c *framework.Cluster) string {
 	t.Helper()
 	var name string
-	err := poll(t, 60*time.Second, func() bool {
+	err := framework.Poll(t.Context(), 60*time.Second, func(context.Context) bool {
 		list, err := c.Client.BatchV1().Jobs(lpvNamespace).List(ctx, metav1.ListOptions{
 			LabelSelector: "localpv.nodeplug.io/role=cleanup"})
 		for _, j := range list.Items {

@@ -116,7 +116,7 @@ func restartLPV(ctx context.Context, t *testing.T, c *framework.Cluster) {
 			t.Fatalf("%v\nmaster log:\n%s", err, logs)
 		}
 	}
-	err := poll(t, 60*time.Second, func() bool {
+	err := framework.Poll(t.Context(), 60*time.Second, func(context.Context) bool {
 		pods, err := c.Client.CoreV1().Pods(lpvNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=master"})
 		return err == nil && !slices.ContainsFunc(pods.Items, func(p corev1.Pod) bool { return p.DeletionTimestamp != nil })
 	})

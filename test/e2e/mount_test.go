@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,7 +41,7 @@ func TestBidirectionalMountPropagation(t *testing.T) {
 	c.WaitForPod(ctx, t, "e2e-bidir", 90*time.Second, corev1.PodRunning)
 
 	var data string
-	err := poll(t, 30*time.Second, func() bool {
+	err := framework.Poll(t.Context(), 30*time.Second, func(context.Context) bool {
 		out, err := n.Command(ctx, "cat", filepath.Join(target, "file")).Output()
 		data = strings.TrimSpace(string(out))
 		return err == nil

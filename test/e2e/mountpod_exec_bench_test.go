@@ -20,7 +20,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	utilexec "k8s.io/utils/exec"
 	"sigs.k8s.io/yaml"
 
@@ -237,9 +236,9 @@ func ensureMountPod(ctx context.Context, b *testing.B, c *framework.Cluster) *co
 	b.Cleanup(func() { removeMountUtilities(b, c, createdDS, createdNS) })
 
 	var pod *corev1.Pod
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 120*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := framework.Poll(ctx, 120*time.Second, func(ctx context.Context) bool {
 		pod = readyMountPod(ctx, c)
-		return pod != nil, nil
+		return pod != nil
 	})
 	if err != nil {
 		out, _ := c.Kubectl(ctx, "-n", mountNamespace, "describe", "pods", "-l", mountPodSelector)
@@ -338,9 +337,9 @@ func removeMountUtilities(b *testing.B, c *framework.Cluster, ds, ns bool) {
 			b.Errorf("delete namespace %s: %v", mountNamespace, err)
 			return
 		}
-		err = wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		err = framework.Poll(ctx, 0, func(ctx context.Context) bool {
 			_, err := c.Client.CoreV1().Namespaces().Get(ctx, mountNamespace, metav1.GetOptions{})
-			return apierrors.IsNotFound(err), nil
+			return apierrors.IsNotFound(err)
 		})
 		if err != nil {
 			b.Errorf("namespace %s still exists: %v", mountNamespace, errors.Join(err, ctx.Err()))

@@ -15,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -53,7 +52,7 @@ func TestMountPodAdmission(t *testing.T) {
 			pod := muKubeMountPod("mu-adm-labelled", map[string]string{key: "true"})
 			_, err := user.CoreV1().Pods(muNamespace).Create(ctx, pod, metav1.CreateOptions{})
 			if err == nil {
-				muDeleteKubeMountPod(t, c, pod.Name)
+				c.DeletePodIn(t, muNamespace, pod.Name)
 				t.Fatalf("user %s created a pod labelled %s in %s", muPolicyUser, key, muNamespace)
 			}
 			if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), muPolicy) || !strings.Contains(err.Error(), key) {
@@ -67,7 +66,7 @@ func TestMountPodAdmission(t *testing.T) {
 		if _, err := user.CoreV1().Pods(muNamespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("user %s cannot create an unlabelled pod: %v", muPolicyUser, err)
 		}
-		t.Cleanup(func() { muDeleteKubeMountPod(t, c, pod.Name) })
+		t.Cleanup(func() { c.DeletePodIn(t, muNamespace, pod.Name) })
 		patch := `{"metadata":{"labels":{"` + muUnusedLabel + `":"true"}}}`
 		_, err := user.CoreV1().Pods(muNamespace).Patch(ctx, pod.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), muPolicy) {
@@ -116,7 +115,7 @@ func TestMountPodAdmission(t *testing.T) {
 		if _, err := c.Client.CoreV1().Pods(muNamespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("the admin cannot create a labelled pod: %v", err)
 		}
-		muDeleteKubeMountPod(t, c, pod.Name)
+		c.DeletePodIn(t, muNamespace, pod.Name)
 	})
 }
 
@@ -136,9 +135,9 @@ func muWaitPolicyInForce(ctx context.Context, t testing.TB, user kubernetes.Inte
 	t.Helper()
 	pod := muKubeMountPod("mu-adm-probe", map[string]string{muUnusedLabel: "true"})
 	var last error
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := framework.Poll(ctx, 60*time.Second, func(ctx context.Context) bool {
 		_, last = user.CoreV1().Pods(muNamespace).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		return last != nil && strings.Contains(last.Error(), muPolicy), nil
+		return last != nil && strings.Contains(last.Error(), muPolicy)
 	})
 	if err != nil {
 		t.Fatalf("policy %s not in force after 60 s; the last dry-run create of a labelled pod returned %v", muPolicy, last)
@@ -200,26 +199,4 @@ func muKubeMountPod(name string, labels map[string]string) *corev1.Pod {
 	zero := int64(0)
 	pod.Spec.TerminationGracePeriodSeconds = &zero
 	return pod
-}
-
-// muDeleteKubeMountPod deletes a pod of kube-mount and waits until it is
-// gone.
-func muDeleteKubeMountPod(t testing.TB, c *framework.Cluster, name string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	err := c.Client.CoreV1().Pods(muNamespace).Delete(ctx, name, metav1.DeleteOptions{})
-	if apierrors.IsNotFound(err) {
-		return
-	}
-	if err != nil {
-		t.Errorf("delete pod %s/%s: %v", muNamespace, name, err)
-		return
-	}
-	err = wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		_, err := c.Client.CoreV1().Pods(muNamespace).Get(ctx, name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	})
-	if err != nil {
-		t.Errorf("pod %s/%s still exists after 90 s", muNamespace, name)
-	}
 }

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
 )
@@ -55,17 +53,17 @@ func TestMountPodAttach(t *testing.T) {
 	}
 
 	c.DeletePod(t, "mu-attach")
-	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 150*time.Second, true, func(ctx context.Context) (bool, error) {
-		return !muAttached(ctx, t, c), nil
-	})
+	err = framework.Poll(ctx, 150*time.Second, func(ctx context.Context) bool {
+		return !muAttached(ctx, t, c)
+	}, framework.PollEvery(500*time.Millisecond))
 	if err != nil {
 		t.Fatal("the volume is still attached 150 s after its consumer was deleted")
 	}
 	// Upstream's attach/detach controller takes the volume out of the
 	// Node's status before it calls detach, so the call may still run.
-	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+	err = framework.Poll(ctx, 60*time.Second, func(ctx context.Context) bool {
 		log = muDriverLog(ctx, t, c, mp)
-		return strings.Contains(log, " detach v "), nil
+		return strings.Contains(log, " detach v ")
 	})
 	if err != nil {
 		t.Fatalf("the mount pod's driver log has no detach:\n%s", log)
@@ -73,16 +71,11 @@ func TestMountPodAttach(t *testing.T) {
 }
 
 func muAttached(ctx context.Context, t testing.TB, c *framework.Cluster) bool {
-	node, err := c.Client.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
+	ok, err := c.NodeAttached(ctx, c.NodeName, func(v string) bool { return strings.Contains(v, "nodeplug.io/attach") })
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range node.Status.VolumesAttached {
-		if strings.Contains(string(v.Name), "nodeplug.io/attach") {
-			return true
-		}
-	}
-	return false
+	return ok
 }
 
 func muDriverLog(ctx context.Context, t testing.TB, c *framework.Cluster, mp string) string {

@@ -14,7 +14,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
 )
@@ -46,7 +45,7 @@ func TestMountPodWithoutPropagation(t *testing.T) {
 	c.CreatePod(ctx, t, muConsumer("mu-noprop", corev1.VolumeSource{
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "mu-noprop"}}))
 
-	ev := muWaitEventIn(ctx, t, c, muNamespace, mp, "MountPodMisconfigured", 60*time.Second)
+	ev := c.RequireEvent(ctx, t, framework.EventQuery{Namespace: muNamespace, Name: mp, Reason: "MountPodMisconfigured"}, 60*time.Second).Message
 	for _, want := range []string{"mountPropagation: Bidirectional", c.Node.RootDir()} {
 		if !strings.Contains(ev, want) {
 			t.Errorf("the mount pod's event %q does not say %q", ev, want)
@@ -55,7 +54,7 @@ func TestMountPodWithoutPropagation(t *testing.T) {
 	if n := muKubeletMetric(ctx, t, c, "nodeplug_mountpod_misconfigured_pods"); n != 1 {
 		t.Errorf("nodeplug_mountpod_misconfigured_pods = %v, want 1", n)
 	}
-	msg := muWaitEvent(ctx, t, c, "mu-noprop", "do not mount the kubelet root dir", 90*time.Second)
+	msg := c.RequireEvent(ctx, t, framework.EventQuery{Namespace: "default", Name: "mu-noprop", MessageContains: "do not mount the kubelet root dir"}, 90*time.Second).Message
 	if !strings.Contains(msg, "kube-mount/"+mp) || !strings.Contains(msg, "mountPropagation: Bidirectional") {
 		t.Errorf("the consumer's event %q does not name the pod and the fix", msg)
 	}
@@ -98,10 +97,10 @@ func TestFlexLongMountDevice(t *testing.T) {
 	t.Cleanup(func() {
 		// Before the driver goes: its unmountdevice must run.
 		c.DeletePod(t, pod.Name)
-		_ = wait.PollUntilContextTimeout(context.Background(), time.Second, 90*time.Second, true, func(context.Context) (bool, error) {
+		_ = framework.Poll(context.Background(), 90*time.Second, func(context.Context) bool {
 			out, _ := c.Node.Command(context.Background(), "findmnt", "-rn", "-o", "TARGET").Output()
-			return !strings.Contains(string(out), "attachable-with-long-mount"), nil
-		})
+			return !strings.Contains(string(out), "attachable-with-long-mount")
+		}, framework.PollEvery(time.Second))
 	})
 	got := c.WaitForPod(ctx, t, pod.Name, 5*time.Minute, corev1.PodRunning)
 	body, err := c.Kubectl(ctx, "exec", pod.Name, "--", "cat", "/data/index.html")
@@ -126,29 +125,4 @@ func muCreateDaemonSet(ctx context.Context, t testing.TB, c *framework.Cluster, 
 	if _, err := c.Client.AppsV1().DaemonSets(muNamespace).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create daemonset: %v", err)
 	}
-}
-
-// muWaitEventIn waits for an event of object name in namespace ns with
-// reason, and returns its message.
-func muWaitEventIn(ctx context.Context, t testing.TB, c *framework.Cluster, ns, name, reason string, timeout time.Duration) string {
-	t.Helper()
-	var msg string
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		evs, err := c.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
-		if err != nil {
-			return false, nil
-		}
-		for _, e := range evs.Items {
-			if e.Reason == reason {
-				msg = e.Message
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		out, _ := c.Kubectl(ctx, "get", "events", "-n", ns, "--field-selector", "involvedObject.name="+name)
-		t.Fatalf("no %s event of %s/%s within %v:\n%s", reason, ns, name, timeout, out)
-	}
-	return msg
 }

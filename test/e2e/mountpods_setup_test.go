@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
@@ -76,34 +74,25 @@ func muWaitReady(ctx context.Context, t testing.TB, c *framework.Cluster) string
 func muWaitReadyOn(ctx context.Context, t testing.TB, c *framework.Cluster, node string) string {
 	t.Helper()
 	var name string
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 120*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := framework.Poll(ctx, 120*time.Second, func(ctx context.Context) bool {
 		pods, err := c.Client.CoreV1().Pods(muNamespace).List(ctx, metav1.ListOptions{
 			LabelSelector: "app=" + muDaemonSet, FieldSelector: "spec.nodeName=" + node})
 		if err != nil {
-			return false, nil
+			return false
 		}
 		for _, p := range pods.Items {
-			if p.DeletionTimestamp == nil && podReady(&p) {
+			if p.DeletionTimestamp == nil && framework.PodReady(&p) {
 				name = p.Name
-				return true, nil
+				return true
 			}
 		}
-		return false, nil
-	})
+		return false
+	}, framework.PollEvery(200*time.Millisecond))
 	if err != nil {
 		out, _ := c.Kubectl(ctx, "-n", muNamespace, "describe", "pods")
 		t.Fatalf("no Ready mount-utilities pod on %s: %v\n%s", node, err, out)
 	}
 	return name
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, cond := range p.Status.Conditions {
-		if cond.Type == corev1.PodReady {
-			return cond.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // muRemove deletes the DaemonSet and waits until its pods are gone.
@@ -115,10 +104,10 @@ func muRemove(t testing.TB, c *framework.Cluster) {
 	if err != nil && !apierrors.IsNotFound(err) {
 		t.Errorf("delete daemonset: %v", err)
 	}
-	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	err = framework.Poll(ctx, 0, func(ctx context.Context) bool {
 		pods, err := c.Client.CoreV1().Pods(muNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + muDaemonSet})
-		return err == nil && len(pods.Items) == 0, nil
-	})
+		return err == nil && len(pods.Items) == 0
+	}, framework.PollEvery(200*time.Millisecond))
 	if err != nil {
 		t.Errorf("mount-utilities pods still exist: %v", err)
 	}
@@ -134,11 +123,7 @@ func muLoop(t testing.TB, c *framework.Cluster, name string) string {
 	if err := os.Truncate(img, 64<<20); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("losetup", "-f", "--show", img).CombinedOutput()
-	if err != nil {
-		t.Fatalf("losetup %s: %v: %s", img, err, out)
-	}
-	dev := strings.TrimSpace(string(out))
+	dev := framework.AttachLoop(t, img)
 	t.Cleanup(func() {
 		_ = exec.Command("losetup", "-d", dev).Run()
 		_ = os.Remove(img)
@@ -194,30 +179,6 @@ func muConsumer(name string, vol corev1.VolumeSource) *corev1.Pod {
 	return pod
 }
 
-// muWaitEvent waits until an event of pod contains want, and returns it.
-func muWaitEvent(ctx context.Context, t testing.TB, c *framework.Cluster, pod, want string, timeout time.Duration) string {
-	t.Helper()
-	var msg string
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		evs, err := c.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod})
-		if err != nil {
-			return false, nil
-		}
-		for _, e := range evs.Items {
-			if strings.Contains(e.Message, want) {
-				msg = e.Message
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		out, _ := c.Kubectl(ctx, "get", "events", "-n", "default", "--field-selector", "involvedObject.name="+pod)
-		t.Fatalf("no event of pod %s contains %q within %v:\n%s", pod, want, timeout, out)
-	}
-	return msg
-}
-
 // muKubeletMetric returns the sum of the first node's kubelet's samples of
 // metric whose label set contains every one of labels (as `key="value"`).
 func muKubeletMetric(ctx context.Context, t testing.TB, c *framework.Cluster, metric string, labels ...string) float64 {
@@ -228,25 +189,11 @@ func muKubeletMetric(ctx context.Context, t testing.TB, c *framework.Cluster, me
 // muKubeletMetricOn is muKubeletMetric for node's kubelet.
 func muKubeletMetricOn(ctx context.Context, t testing.TB, c *framework.Cluster, node, metric string, labels ...string) float64 {
 	t.Helper()
-	raw, err := c.Client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy", "metrics").DoRaw(ctx)
+	text, err := c.KubeletMetrics(ctx, node)
 	if err != nil {
-		t.Fatalf("kubelet metrics: %v", err)
+		t.Fatal(err)
 	}
-	var sum float64
-	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, metric+"{") && !strings.HasPrefix(line, metric+" ") {
-			continue
-		}
-		ok := true
-		for _, l := range labels {
-			ok = ok && strings.Contains(line, l)
-		}
-		var v float64
-		if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &v); ok && err == nil {
-			sum += v
-		}
-	}
-	return sum
+	return framework.MetricSum(text, metric, labels...)
 }
 
 // muRestartKubelet stops the kubelet local-up started and starts it again

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
 )
@@ -63,7 +62,7 @@ func TestMountUtilitiesInPods(t *testing.T) {
 		muLocalClaim(ctx, t, c, "mu-late", muLoop(t, c, "late"))
 		c.CreatePod(ctx, t, muConsumer("mu-late", corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "mu-late"}}))
-		msg := muWaitEvent(ctx, t, c, "mu-late", muLocalLabel, 90*time.Second)
+		msg := c.RequireEvent(ctx, t, framework.EventQuery{Namespace: "default", Name: "mu-late", MessageContains: muLocalLabel}, 90*time.Second).Message
 		for _, want := range []string{"namespace kube-mount", "blkid is not installed on the host"} {
 			if !strings.Contains(msg, want) {
 				t.Errorf("event %q does not say %q", msg, want)
@@ -112,10 +111,10 @@ func TestMountUtilitiesInPods(t *testing.T) {
 		muRestartKubelet(ctx, t, c)
 		// The restarted kubelet answers exec once it has the pod again.
 		var got string
-		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := framework.Poll(ctx, 60*time.Second, func(ctx context.Context) bool {
 			var err error
 			got, err = c.Kubectl(ctx, "exec", "mu-fuse", "--", "cat", "/data/f")
-			return err == nil, nil
+			return err == nil
 		})
 		if err != nil || strings.TrimSpace(got) != "written-by-mu-fuse" {
 			t.Fatalf("after the kubelet restart the consumer reads %q, %v", got, err)
@@ -123,8 +122,8 @@ func TestMountUtilitiesInPods(t *testing.T) {
 		// The restarted kubelet reconstructed the volume with the pod-served
 		// driver: its volume manager holds it as mounted, under the driver's
 		// plugin name (upstream's volume_manager_total_volumes gauge).
-		err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-			return muKubeletMetric(ctx, t, c, "volume_manager_total_volumes", `plugin_name="nodeplug.io/fuse"`, `state="actual_state_of_world"`) >= 1, nil
+		err = framework.Poll(ctx, 60*time.Second, func(ctx context.Context) bool {
+			return muKubeletMetric(ctx, t, c, "volume_manager_total_volumes", `plugin_name="nodeplug.io/fuse"`, `state="actual_state_of_world"`) >= 1
 		})
 		if err != nil {
 			t.Errorf("the restarted kubelet does not hold the pod-served driver's volume as mounted")
@@ -135,8 +134,8 @@ func TestMountUtilitiesInPods(t *testing.T) {
 		c.DeletePod(t, "mu-fuse")
 		// The pod object goes at once (grace period 0); the kubelet tears
 		// the volume down after.
-		err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
-			return c.Node.MountType(ctx, target) == "", nil
+		err = framework.Poll(ctx, 60*time.Second, func(context.Context) bool {
+			return c.Node.MountType(ctx, target) == ""
 		})
 		if err != nil {
 			t.Fatalf("%s is still mounted (%s) 60 s after the consumer was deleted", target, c.Node.MountType(ctx, target))

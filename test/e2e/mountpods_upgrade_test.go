@@ -20,7 +20,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
 )
@@ -126,9 +125,9 @@ func muHostFuseMount(t testing.TB, c *framework.Cluster) string {
 		n.UnmountAll(t, mnt)
 		_ = os.RemoveAll(n.HostPath(dir))
 	})
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		return strings.HasPrefix(n.MountType(ctx, mnt), "fuse"), nil
-	})
+	err := framework.Poll(t.Context(), 10*time.Second, func(ctx context.Context) bool {
+		return strings.HasPrefix(n.MountType(ctx, mnt), "fuse")
+	}, framework.PollEvery(100*time.Millisecond))
 	if err != nil {
 		t.Fatalf("the node's FUSE daemon did not mount %s within 10 s", mnt)
 	}

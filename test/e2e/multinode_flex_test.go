@@ -22,7 +22,7 @@ func TestMultiNodeFlexInstaller(t *testing.T) {
 	c.RequireNodes(t, 2)
 	requireFlexDiscovery(t, c)
 	ctx := t.Context()
-	createDaemonSet(ctx, t, c, loadDriverDaemonSet(t, framework.FlexDir))
+	c.CreateDaemonSet(ctx, t, loadDriverDaemonSet(t, framework.FlexDir))
 	// The installer is Ready only once its copy is done (/readyz), so the
 	// driver is on every node as soon as the rollout is.
 	requireDriverOnEveryNode(t, c, "nodeplug.io~tmpfs/tmpfs", "")
@@ -34,7 +34,7 @@ func TestMultiNodeFlexInstaller(t *testing.T) {
 	}
 	for _, name := range pods {
 		c.WaitForPod(ctx, t, name, 120*time.Second, corev1.PodRunning)
-		requireMountType(ctx, t, c, name, "tmpfs")
+		c.RequireMountType(ctx, t, name, "/data", "tmpfs")
 	}
 }
 
@@ -56,9 +56,9 @@ func TestMultiNodeFlexDriverOnOneNode(t *testing.T) {
 	onB := flexPod("e2e-onenode-b", driver, nil)
 	c.CreatePodOn(ctx, t, onB, b.Name)
 	c.WaitForPod(ctx, t, onA.Name, 60*time.Second, corev1.PodRunning)
-	requireFile(ctx, t, c, onA.Name, "/data/hello", "hello from flex")
+	c.RequireFile(ctx, t, onA.Name, "/data/hello", "hello from flex")
 
-	msg := muWaitEventIn(ctx, t, c, "default", onB.Name, "FailedMount", 90*time.Second)
+	msg := c.RequireEvent(ctx, t, framework.EventQuery{Namespace: "default", Name: onB.Name, Reason: "FailedMount"}, 90*time.Second).Message
 	// Upstream's message: "... failed to get Plugin from volumeSpec for
 	// volume "data" err=no volume plugin matched"; it names neither the
 	// driver nor the node.
@@ -71,5 +71,5 @@ func TestMultiNodeFlexDriverOnOneNode(t *testing.T) {
 
 	installDriver(t, b, dir, exe, trivialDriver)
 	c.WaitForPod(ctx, t, onB.Name, 60*time.Second, corev1.PodRunning)
-	requireFile(ctx, t, c, onB.Name, "/data/hello", "hello from flex")
+	c.RequireFile(ctx, t, onB.Name, "/data/hello", "hello from flex")
 }

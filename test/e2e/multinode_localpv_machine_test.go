@@ -13,7 +13,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
@@ -73,7 +72,7 @@ func TestMultiNodeLocalPVReplacedMachine(t *testing.T) {
 		newID := randomMachineID(t)
 		t.Cleanup(replaceMachineID(ctx, t, c, n, newID))
 		var fresh *corev1.PersistentVolume
-		if err := poll(t, 120*time.Second, func() bool {
+		if err := framework.Poll(t.Context(), 120*time.Second, func(context.Context) bool {
 			fresh = findOtherPVOn(ctx, t, c, n.Name, swapped, pvSwapped.Name)
 			return fresh != nil && fresh.Status.Phase == corev1.VolumeAvailable
 		}); err != nil {
@@ -87,7 +86,10 @@ func TestMultiNodeLocalPVReplacedMachine(t *testing.T) {
 		if err != nil || old.Spec.ClaimRef == nil || old.Labels[jobs.LabelMachineReplaced] != "true" {
 			t.Fatalf("the old PV %s is not kept, bound and marked: %v %v", pvSwapped.Name, err, old)
 		}
-		waitForWarning(ctx, t, c, "PersistentVolumeClaim", "e2e-lpv-swapped", "MachineReplaced")
+		warning := framework.EventQuery{Kind: "PersistentVolumeClaim", Name: "e2e-lpv-swapped", Reason: "MachineReplaced", Type: corev1.EventTypeWarning}
+		if _, err := framework.WaitForEvent(ctx, c.Client, warning, 60*time.Second); err != nil {
+			t.Error(err)
+		}
 		if pvc, err := c.Client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "e2e-lpv-swapped", metav1.GetOptions{}); err != nil ||
 			pvc.Status.HealthStatus == nil || len(pvc.Status.HealthStatus.HealthConditions) == 0 ||
 			pvc.Status.HealthStatus.HealthConditions[0].Status != corev1.VolumeHealthDataLoss {
@@ -108,7 +110,7 @@ func TestMultiNodeLocalPVReplacedMachine(t *testing.T) {
 func waitForMachineOf(ctx context.Context, t *testing.T, c *framework.Cluster, name, id string) {
 	t.Helper()
 	var pv *corev1.PersistentVolume
-	if err := poll(t, 120*time.Second, func() bool {
+	if err := framework.Poll(t.Context(), 120*time.Second, func(context.Context) bool {
 		var err error
 		pv, err = c.Client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
 		return err == nil && pv.Annotations[jobs.AnnMachineID] == id && pv.Labels[jobs.LabelMachineReplaced] == ""
@@ -129,7 +131,7 @@ func readClaim(ctx context.Context, t *testing.T, c *framework.Cluster, claim, w
 	// own informer, a moment later. Dry runs, which admission checks like
 	// creations, wait for it without starting a pod.
 	var refusal error
-	if err := poll(t, 60*time.Second, func() bool {
+	if err := framework.Poll(t.Context(), 60*time.Second, func(context.Context) bool {
 		_, refusal = c.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return refusal == nil
 	}); err != nil {
@@ -151,7 +153,7 @@ func readClaim(ctx context.Context, t *testing.T, c *framework.Cluster, claim, w
 func expectRefused(ctx context.Context, t *testing.T, c *framework.Cluster, claim, pvName string) {
 	t.Helper()
 	var refusal error
-	if err := poll(t, 60*time.Second, func() bool {
+	if err := framework.Poll(t.Context(), 60*time.Second, func(context.Context) bool {
 		_, refusal = c.Client.CoreV1().Pods("default").Create(ctx, claimPodSpec(claim+"-again", claim),
 			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return refusal != nil
@@ -182,7 +184,7 @@ func replaceMachineID(ctx context.Context, t *testing.T, c *framework.Cluster, n
 	// The returned function restarts the kubelet again from a cleanup,
 	// after the test's context is done.
 	restart := restartComponentOn(context.Background(), t, c, n, "kubelet", nil)
-	if err := poll(t, 60*time.Second, func() bool {
+	if err := framework.Poll(t.Context(), 60*time.Second, func(context.Context) bool {
 		node, err := c.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 		return err == nil && node.Status.NodeInfo.MachineID == id
 	}); err != nil {
@@ -228,17 +230,4 @@ func findOtherPVOn(ctx context.Context, t testing.TB, c *framework.Cluster, node
 		}
 	}
 	return nil
-}
-
-// waitForWarning waits for a Warning Event with reason on an object in the
-// default namespace or cluster scope.
-func waitForWarning(ctx context.Context, t *testing.T, c *framework.Cluster, kind, name, reason string) {
-	t.Helper()
-	sel := fields.Set{"involvedObject.kind": kind, "involvedObject.name": name, "reason": reason, "type": corev1.EventTypeWarning}.AsSelector().String()
-	if err := poll(t, 60*time.Second, func() bool {
-		evs, err := c.Client.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: sel})
-		return err == nil && len(evs.Items) > 0
-	}); err != nil {
-		t.Errorf("no Warning %s Event on %s %s: %v", reason, kind, name, err)
-	}
 }

@@ -46,11 +46,11 @@ func masterMovedDuringCleanup(ctx context.Context, t *testing.T, c *framework.Cl
 	// Until the cleanup Job succeeds, no PV may exist for the disk.
 	var moved *corev1.Pod
 	runningAtTakeOver := false
-	err := poll(t, 180*time.Second, func() bool {
+	err := framework.Poll(t.Context(), 180*time.Second, func(context.Context) bool {
 		j, err := c.Client.BatchV1().Jobs(lpvNamespace).Get(ctx, job, metav1.GetOptions{})
 		done := apierrors.IsNotFound(err) || (err == nil && j.Status.Succeeded > 0)
 		if moved == nil {
-			if p := masterPod(ctx, t, c); p.UID != old.UID && podReady(p) {
+			if p := masterPod(ctx, t, c); p.UID != old.UID && framework.PodReady(p) {
 				moved, runningAtTakeOver = p, !done
 			}
 		}

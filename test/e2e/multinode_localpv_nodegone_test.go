@@ -60,7 +60,7 @@ func TestMultiNodeLocalPVNodeDeleted(t *testing.T) {
 
 	start := deleteNode(ctx, t, c, gone)
 	var pod *corev1.Pod
-	if err := poll(t, 5*time.Minute, func() bool {
+	if err := framework.Poll(t.Context(), 5*time.Minute, func(context.Context) bool {
 		p, err := c.Client.CoreV1().Pods("default").Get(ctx, released+"-0", metav1.GetOptions{})
 		pod = p
 		return err == nil && p.Status.Phase == corev1.PodRunning && p.Spec.NodeName == other.Name
@@ -73,7 +73,10 @@ func TestMultiNodeLocalPVNodeDeleted(t *testing.T) {
 	if now := claimOf(ctx, t, c, "data-"+released+"-0"); now.UID == relClaim.UID {
 		t.Errorf("claim %s was not released", relClaim.Name)
 	}
-	waitForWarning(ctx, t, c, "PersistentVolumeClaim", relClaim.Name, "NodeDeleted")
+	warning := framework.EventQuery{Kind: "PersistentVolumeClaim", Name: relClaim.Name, Reason: "NodeDeleted", Type: corev1.EventTypeWarning}
+	if _, err := framework.WaitForEvent(ctx, c.Client, warning, 60*time.Second); err != nil {
+		t.Error(err)
+	}
 
 	now := claimOf(ctx, t, c, keptClaim.Name)
 	if now.UID != keptClaim.UID || now.Spec.VolumeName != keptClaim.Spec.VolumeName {
@@ -137,7 +140,7 @@ func createStatefulSet(ctx context.Context, t *testing.T, c *framework.Cluster, 
 func claimOf(ctx context.Context, t *testing.T, c *framework.Cluster, name string) *corev1.PersistentVolumeClaim {
 	t.Helper()
 	var pvc *corev1.PersistentVolumeClaim
-	if err := poll(t, 60*time.Second, func() bool {
+	if err := framework.Poll(t.Context(), 60*time.Second, func(context.Context) bool {
 		var err error
 		pvc, err = c.Client.CoreV1().PersistentVolumeClaims("default").Get(ctx, name, metav1.GetOptions{})
 		return err == nil && pvc.Spec.VolumeName != ""

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -85,7 +84,7 @@ func TestMultiNodeLocalPV(t *testing.T) {
 			t.Errorf("%s's disk still holds the old tenant's file after its cleanup: %v", b.Name, err)
 		}
 		a := nodes[0]
-		requireFile(ctx, t, c, fmt.Sprintf("e2e-mn-lpv-%d", a.Index), "/data/f", "from-"+a.Name)
+		c.RequireFile(ctx, t, fmt.Sprintf("e2e-mn-lpv-%d", a.Index), "/data/f", "from-"+a.Name)
 	})
 
 	t.Run("the master moved to another node while a cleanup runs publishes no dirty PV", func(t *testing.T) {
@@ -130,17 +129,13 @@ func TestMultiNodeLocalPV(t *testing.T) {
 		}
 		// The kubelet registers its Node only when it starts.
 		t.Cleanup(func() { restartComponentOn(context.Background(), t, c, b, "kubelet", nil) })
-		err := poll(t, 120*time.Second, func() bool {
-			_, err := c.Client.CoreV1().PersistentVolumes().Get(ctx, gone.Name, metav1.GetOptions{})
-			return apierrors.IsNotFound(err)
-		})
-		if err != nil {
+		if err := c.WaitForPVGone(t.Context(), gone.Name, 120*time.Second); err != nil {
 			t.Fatalf("PV %s of deleted node %s still exists: %v", gone.Name, b.Name, err)
 		}
 		if pv := findPVOn(ctx, t, c, a.Name, vols[a.Name]); pv == nil || pv.UID != kept.UID {
 			t.Fatalf("PV %s of %s is gone or replaced after %s was deleted", kept.Name, a.Name, b.Name)
 		}
-		requireFile(ctx, t, c, fmt.Sprintf("e2e-mn-lpv-%d", a.Index), "/data/f", "from-"+a.Name)
+		c.RequireFile(ctx, t, fmt.Sprintf("e2e-mn-lpv-%d", a.Index), "/data/f", "from-"+a.Name)
 	})
 }
 
@@ -165,7 +160,7 @@ func pvNodes(pv *corev1.PersistentVolume) []string {
 func waitForPVOn(ctx context.Context, t testing.TB, c *framework.Cluster, node, hostPath string, notUID types.UID, phase corev1.PersistentVolumePhase) *corev1.PersistentVolume {
 	t.Helper()
 	var pv *corev1.PersistentVolume
-	err := poll(t, 120*time.Second, func() bool {
+	err := framework.Poll(t.Context(), 120*time.Second, func(context.Context) bool {
 		pv = findPVOn(ctx, t, c, node, hostPath)
 		return pv != nil && pv.UID != notUID && pv.Status.Phase == phase
 	})

@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
 )
@@ -54,8 +53,8 @@ func TestMultiNodeMountPodAttach(t *testing.T) {
 	}
 
 	c.DeletePod(t, pod.Name)
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 150*time.Second, true, func(ctx context.Context) (bool, error) {
-		return strings.Contains(muDriverLog(ctx, t, c, mpB), " detach v "), nil
+	err := framework.Poll(ctx, 150*time.Second, func(ctx context.Context) bool {
+		return strings.Contains(muDriverLog(ctx, t, c, mpB), " detach v ")
 	})
 	if err != nil {
 		t.Fatalf("%s's mount pod driver log has no detach:\n%s", b.Name, muDriverLog(ctx, t, c, mpB))

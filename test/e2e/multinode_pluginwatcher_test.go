@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
 )
@@ -25,11 +24,11 @@ func TestMultiNodeCSIDriverOnOneNode(t *testing.T) {
 	other, b := c.Nodes[0], c.Nodes[1]
 	startCSIDriver(t, b, registrationDir(t, c))
 	createCSIDriverObject(ctx, t, c)
-	if err := poll(t, 60*time.Second, func() bool { return csiNodeOf(ctx, c, b.Name, csiDriverName) }); err != nil {
+	if err := framework.Poll(t.Context(), 60*time.Second, func(context.Context) bool { return c.CSINodeHasDriver(ctx, b.Name, csiDriverName) }); err != nil {
 		t.Fatalf("CSINode %s does not list %s: %v", b.Name, csiDriverName, err)
 	}
 	for _, n := range c.Nodes {
-		if n != b && csiNodeOf(ctx, c, n.Name, csiDriverName) {
+		if n != b && c.CSINodeHasDriver(ctx, n.Name, csiDriverName) {
 			t.Errorf("CSINode %s lists %s, which registered on %s only", n.Name, csiDriverName, b.Name)
 		}
 	}
@@ -38,26 +37,12 @@ func TestMultiNodeCSIDriverOnOneNode(t *testing.T) {
 	c.CreatePodOn(ctx, t, onB, b.Name)
 	c.CreatePodOn(ctx, t, elsewhere, other.Name)
 	c.WaitForPod(ctx, t, onB.Name, 90*time.Second, corev1.PodRunning)
-	requireFile(ctx, t, c, onB.Name, "/data/hello", csiGreeting)
-	msg := muWaitEventIn(ctx, t, c, "default", elsewhere.Name, "FailedMount", 90*time.Second)
+	c.RequireFile(ctx, t, onB.Name, "/data/hello", csiGreeting)
+	msg := c.RequireEvent(ctx, t, framework.EventQuery{Namespace: "default", Name: elsewhere.Name, Reason: "FailedMount"}, 90*time.Second).Message
 	if !strings.Contains(msg, csiDriverName) {
 		t.Errorf("the FailedMount event of the pod on %s does not name the driver: %q", other.Name, msg)
 	}
 	if got := c.WaitForPod(ctx, t, elsewhere.Name, time.Second, corev1.PodPending); got.Spec.NodeName != other.Name {
 		t.Fatalf("pod %s is on %s, want %s", elsewhere.Name, got.Spec.NodeName, other.Name)
 	}
-}
-
-// csiNodeOf reports whether node's CSINode lists driver.
-func csiNodeOf(ctx context.Context, c *framework.Cluster, node, driver string) bool {
-	n, err := c.Client.StorageV1().CSINodes().Get(ctx, node, metav1.GetOptions{})
-	if err != nil {
-		return false
-	}
-	for _, d := range n.Spec.Drivers {
-		if d.Name == driver {
-			return true
-		}
-	}
-	return false
 }

@@ -35,7 +35,7 @@ func TestMultiNode(t *testing.T) {
 	pods := make([]*corev1.Pod, len(nodes.Items))
 	for i := range nodes.Items {
 		node := &nodes.Items[i]
-		if !nodeReady(node) {
+		if !framework.NodeReady(node) {
 			t.Fatalf("node %s is not Ready: %+v", node.Name, node.Status.Conditions)
 		}
 		pods[i] = createNodePod(t, c, fmt.Sprintf("e2e-multinode-%d", i), node.Name)
@@ -110,13 +110,4 @@ func createNodePod(t *testing.T, c *framework.Cluster, name, node string) *corev
 	}
 	t.Cleanup(func() { c.DeletePod(t, name) })
 	return created
-}
-
-func nodeReady(node *corev1.Node) bool {
-	for _, cond := range node.Status.Conditions {
-		if cond.Type == corev1.NodeReady {
-			return cond.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

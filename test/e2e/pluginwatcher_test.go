@@ -14,7 +14,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
 )
@@ -106,14 +106,14 @@ func startSampleDevicePlugin(ctx context.Context, t *testing.T, c *framework.Clu
 	t.Helper()
 	t.Cleanup(func() {
 		// t.Context() is already cancelled while cleanups run.
-		err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, 90*time.Second, true,
-			func(ctx context.Context) (bool, error) {
+		err := framework.Poll(context.Background(), 90*time.Second,
+			func(ctx context.Context) bool {
 				node, err := c.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 				if err != nil {
-					return false, nil
+					return false
 				}
 				q := node.Status.Allocatable[sampleResource]
-				return q.Value() == 0, nil
+				return q.Value() == 0
 			})
 		if err != nil {
 			t.Errorf("node %s still offers %s after the sample device plugin stopped: %v", n.Name, sampleResource, err)
@@ -125,7 +125,7 @@ func startSampleDevicePlugin(ctx context.Context, t *testing.T, c *framework.Clu
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "sample-device-plugin")
-	run(ctx, t, "go", "build", "-o", bin, "k8s.io/kubernetes/test/images/sample-device-plugin")
+	framework.Run(ctx, t, "go", "build", "-o", bin, "k8s.io/kubernetes/test/images/sample-device-plugin")
 	control := filepath.Join(dir, "sample-device-plugin-control-"+n.Name)
 	if err := os.WriteFile(control, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -137,7 +137,7 @@ func startSampleDevicePlugin(ctx context.Context, t *testing.T, c *framework.Clu
 // waitAllocatable waits until the node offers at least n sample devices.
 func waitAllocatable(ctx context.Context, t *testing.T, c *framework.Cluster, n int64) {
 	t.Helper()
-	err := poll(t, 90*time.Second, func() bool {
+	err := framework.Poll(t.Context(), 90*time.Second, func(context.Context) bool {
 		node, err := c.Client.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
 		if err != nil {
 			return false
@@ -157,7 +157,7 @@ func createCSIDriverObject(ctx context.Context, t *testing.T, c *framework.Clust
 	_, err := c.Client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{
 		ObjectMeta: metav1.ObjectMeta{Name: csiDriverName},
 		Spec: storagev1.CSIDriverSpec{
-			AttachRequired:       ptrTo(false),
+			AttachRequired:       ptr.To(false),
 			VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecycleEphemeral},
 		},
 	}, metav1.CreateOptions{})
@@ -180,24 +180,18 @@ func TestPluginWatcherCSIDriver(t *testing.T) {
 	stopDriver := startCSIDriver(t, c.Node, registrationDir(t, c))
 
 	createCSIDriverObject(ctx, t, c)
-	if err := poll(t, 60*time.Second, func() bool { return csiNodeHas(ctx, c, csiDriverName) }); err != nil {
+	if err := framework.Poll(t.Context(), 60*time.Second, func(context.Context) bool { return c.CSINodeHasDriver(ctx, c.NodeName, csiDriverName) }); err != nil {
 		t.Fatalf("CSINode %s does not list %s: %v", c.NodeName, csiDriverName, err)
 	}
 
 	pod := csiPod("e2e-csi")
 	c.CreatePod(ctx, t, pod)
 	c.WaitForPod(ctx, t, pod.Name, 90*time.Second, corev1.PodRunning)
-	requireFile(ctx, t, c, pod.Name, "/data/hello", csiGreeting)
+	c.RequireFile(ctx, t, pod.Name, "/data/hello", csiGreeting)
 	c.DeletePod(t, pod.Name)
 
 	stopDriver()
-	if err := poll(t, 60*time.Second, func() bool { return !csiNodeHas(ctx, c, csiDriverName) }); err != nil {
+	if err := framework.Poll(t.Context(), 60*time.Second, func(context.Context) bool { return !c.CSINodeHasDriver(ctx, c.NodeName, csiDriverName) }); err != nil {
 		t.Fatalf("CSINode %s still lists %s after its socket was removed: %v", c.NodeName, csiDriverName, err)
 	}
 }
-
-func csiNodeHas(ctx context.Context, c *framework.Cluster, driver string) bool {
-	return csiNodeOf(ctx, c, c.NodeName, driver)
-}
-
-func ptrTo[T any](v T) *T { return &v }

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
 )
@@ -131,9 +130,9 @@ func stopPID(ctx context.Context, tb testing.TB, name, pid string) {
 	if err := syscall.Kill(p, syscall.SIGTERM); err != nil {
 		tb.Fatalf("stop %s %d: %v", name, p, err)
 	}
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return syscall.Kill(p, 0) != nil, nil
-	}); err != nil {
+	if err := framework.Poll(ctx, 30*time.Second, func(context.Context) bool {
+		return syscall.Kill(p, 0) != nil
+	}, framework.PollEvery(100*time.Millisecond)); err != nil {
 		tb.Fatalf("%s %d did not stop", name, p)
 	}
 }
@@ -178,16 +177,16 @@ func startAs(ctx context.Context, tb testing.TB, c *framework.Cluster, n *framew
 // for the kubelet, until its Node is Ready.
 func awaitHealthy(ctx context.Context, tb testing.TB, c *framework.Cluster, n *framework.Node, name string, onNode bool) {
 	tb.Helper()
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(context.Context) (bool, error) {
-		return healthy(ctx, n, name, onNode), nil
-	}); err != nil {
+	if err := framework.Poll(ctx, 90*time.Second, func(context.Context) bool {
+		return healthy(ctx, n, name, onNode)
+	}, framework.PollEvery(200*time.Millisecond)); err != nil {
 		tb.Fatalf("%s not healthy after its restart: %v", name, err)
 	}
 	if onNode {
 		// The Node may not exist yet: a kubelet registers it when it starts.
-		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := framework.Poll(ctx, 60*time.Second, func(ctx context.Context) bool {
 			node, err := c.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
-			return err == nil && nodeReady(node), nil
+			return err == nil && framework.NodeReady(node)
 		})
 		if err != nil {
 			tb.Fatalf("node %s not Ready 60 s after the kubelet restart: %v", n.Name, err)

@@ -1,7 +1,16 @@
-//go:build e2e
-
 // Package framework is what nodeplug's e2e tests share: a client for the
 // cluster hack/local-up-cluster.sh started (KUBECONFIG), paths into that
-// cluster's directory (LOCAL_UP_DIR), and pod helpers that wait with
-// bounded polls and clean up after the test.
+// cluster's directory (LOCAL_UP_DIR), the cluster's nodes and the commands
+// run on them and on the host (Node.Run, Run, AttachLoop), and helpers
+// that wait with bounded polls and clean up after the test: Poll, the one
+// poll loop; WaitForEvent and RequireEvent, the one Event waiter
+// (EventQuery says which Event); WaitForPod, DeletePod, WaitForPVGone,
+// CreateDaemonSet and WaitForRollout; and readers of what the cluster
+// reports (NodeReady, PodReady, NodeAttached, CSINodeHasDriver,
+// KubeletMetrics with MetricSum).
+//
+// The files that reach a cluster build with the e2e tag only (hack/e2e.sh
+// sets it). Poll, the Event matcher, the conditions and the metrics
+// parser need no cluster: they build without the tag, and their unit
+// tests run with hack/test.sh.
 package framework

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -155,24 +155,29 @@ func (c *Cluster) CreatePodOn(ctx context.Context, t testing.TB, pod *corev1.Pod
 	return created
 }
 
-// DeletePod deletes a pod and waits until it is gone.
-func (c *Cluster) DeletePod(t testing.TB, name string) {
+// DeletePod deletes a pod of the default namespace and waits until it is
+// gone (DeletePodIn).
+func (c *Cluster) DeletePod(t testing.TB, name string) { c.DeletePodIn(t, "default", name) }
+
+// DeletePodIn deletes a pod of namespace and waits up to 90 s until it is
+// gone; a pod that does not exist is no error.
+func (c *Cluster) DeletePodIn(t testing.TB, namespace, name string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	err := c.Client.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{})
+	err := c.Client.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {
 		return
 	}
 	if err != nil {
-		t.Errorf("delete pod %s: %v", name, err)
+		t.Errorf("delete pod %s/%s: %v", namespace, name, err)
 		return
 	}
-	err = wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		_, err := c.Client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
+	err = Poll(ctx, 0, func(ctx context.Context) bool {
+		_, err := c.Client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
 	})
 	if err != nil {
-		t.Errorf("pod %s still exists after 90 s", name)
+		t.Errorf("pod %s/%s still exists after 90 s", namespace, name)
 	}
 }
 
@@ -181,17 +186,12 @@ func (c *Cluster) DeletePod(t testing.TB, name string) {
 func (c *Cluster) WaitForPod(ctx context.Context, t testing.TB, name string, timeout time.Duration, phases ...corev1.PodPhase) *corev1.Pod {
 	t.Helper()
 	var pod *corev1.Pod
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	err := Poll(ctx, timeout, func(ctx context.Context) bool {
 		var err error
 		if pod, err = c.Client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{}); err != nil {
-			return false, nil
+			return false
 		}
-		for _, p := range phases {
-			if pod.Status.Phase == p {
-				return true, nil
-			}
-		}
-		return false, nil
+		return slices.Contains(phases, pod.Status.Phase)
 	})
 	if err != nil {
 		events, _ := c.Kubectl(ctx, "get", "events", "-n", "default", "--field-selector", "involvedObject.name="+name)
@@ -202,6 +202,17 @@ func (c *Cluster) WaitForPod(ctx context.Context, t testing.TB, name string, tim
 		t.Fatalf("pod %s: phase %s, want %v within %s\nevents:\n%s", name, phase, phases, timeout, events)
 	}
 	return pod
+}
+
+// RequireEvent waits as WaitForEvent does, with the cluster's client, and
+// fails t when no Event matches q within timeout.
+func (c *Cluster) RequireEvent(ctx context.Context, t testing.TB, q EventQuery, timeout time.Duration) *corev1.Event {
+	t.Helper()
+	ev, err := WaitForEvent(ctx, c.Client, q, timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
 }
 
 // BusyboxPod returns a one-container busybox pod running script.
@@ -216,4 +227,14 @@ func BusyboxPod(name, script string) *corev1.Pod {
 			}},
 		},
 	}
+}
+
+// KubeletMetrics returns node's kubelet's /metrics, read through the
+// apiserver's node proxy (Prometheus' text format; MetricSum reads it).
+func (c *Cluster) KubeletMetrics(ctx context.Context, node string) (string, error) {
+	raw, err := c.Client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy", "metrics").DoRaw(ctx)
+	if err != nil {
+		return "", fmt.Errorf("metrics of the kubelet on %s: %w", node, err)
+	}
+	return string(raw), nil
 }
