@@ -143,15 +143,16 @@ func (u *Upgrader) upgradeNode(ctx context.Context, node string) error {
 	if r.hasToleratingUser() {
 		return r.refuse(ctx)
 	}
+	old, oldRev := r.old, r.oldRev // waitReady reloads the mount pods
 	for _, step := range []func(context.Context) error{r.taint, r.drain, r.deleteOld, r.waitReady, r.untaint} {
 		if err := step(ctx); err != nil {
 			return err
 		}
 	}
 	if u.cfg.DryRun {
-		u.record("dry run: would upgrade " + r.old.Name + " (revision " + r.oldRev + " -> " + r.rev + ")")
+		u.record("dry run: would upgrade " + old.Name + " (revision " + oldRev + " -> " + r.rev + ")")
 	} else {
-		u.record("upgraded " + r.old.Name + " -> " + r.newPod.Name + " (" + images(r.newPod) + ")")
+		u.record("upgraded " + old.Name + " -> " + r.newPod.Name + " (" + images(r.newPod) + ")")
 	}
 	return nil
 }
