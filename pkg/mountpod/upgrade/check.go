@@ -2,6 +2,7 @@ package upgrade
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -50,9 +51,12 @@ func (r *nodeRun) loadDaemonSet(ctx context.Context) error {
 		r.ds = ds
 		return ds.Status.ObservedGeneration >= ds.Generation, nil
 	})
+	if errors.Is(err, errWaitTimeout) {
+		return fail(ExitTimeout, "check that kube-controller-manager runs", "the DaemonSet controller has not seen generation %d of %s within %s s",
+			r.ds.Generation, r.dsName(), seconds(r.cfg.Timeout))
+	}
 	if err != nil {
-		return timedOut(err, fmt.Sprintf("the DaemonSet controller has not seen generation %d of %s within %s",
-			r.ds.GetGeneration(), r.dsName(), seconds(r.cfg.Timeout)+" s"), "check that kube-controller-manager runs")
+		return err
 	}
 	if s := r.ds.Spec.UpdateStrategy.Type; s != appsv1.OnDeleteDaemonSetStrategyType {
 		if s == "" {

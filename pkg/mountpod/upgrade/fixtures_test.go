@@ -12,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -115,10 +116,16 @@ type world struct {
 	evict                 func(w *world)
 	newPod                *v1.Pod
 	readyAfter, readyLeft int
+	// failures["verb resource"] fails that many such calls (-1: all) with
+	// an internal error; the calls that fail are not recorded.
+	failures map[string]int
+	// keep["verb resource"] answers such calls without doing them.
+	keep   map[string]bool
+	cancel context.CancelFunc
 }
 
 func newWorld() *world {
-	w := &world{exec: &fakeExec{}, clock: &fakeClock{now: time.Unix(1_800_000_000, 0)}}
+	w := &world{failures: map[string]int{}, keep: map[string]bool{}, exec: &fakeExec{}, clock: &fakeClock{now: time.Unix(1_800_000_000, 0)}}
 	w.client = fake.NewClientset(
 		daemonSet(appsv1.OnDeleteDaemonSetStrategyType, tolerateAll),
 		revision("mount-utilities-oldhash", "oldhash", "ds-uid", 1),
@@ -140,6 +147,14 @@ func newWorld() *world {
 // does the call.
 func (w *world) react(a k8stesting.Action) (bool, runtime.Object, error) {
 	res := a.GetResource().Resource
+	key := a.GetVerb() + " " + res
+	if n := w.failures[key]; n != 0 {
+		w.failures[key] = n - 1
+		return true, nil, apierrors.NewInternalError(errors.New("etcd is down"))
+	}
+	if w.keep[key] {
+		return true, nil, nil
+	}
 	switch {
 	case a.GetVerb() == "update" && res == "nodes":
 		n := a.(k8stesting.UpdateAction).GetObject().(*v1.Node)
@@ -320,7 +335,10 @@ func runCases(t *testing.T, cases []upgradeCase) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
 			w := newWorld()
+			w.cancel = cancel
 			if tc.setup != nil {
 				tc.setup(w)
 			}
