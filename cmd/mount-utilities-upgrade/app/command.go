@@ -44,15 +44,21 @@ type usageError struct{ error }
 
 // Main runs the command with args and returns its exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	code := upgrade.ExitOK
-	cmd := NewCommand(func(ctx context.Context, o *Options) int {
+	return execute(ctx, args, stdout, stderr, func(ctx context.Context, o *Options) int {
 		client, exec, err := newClients(o.Kubeconfig)
 		if err != nil {
 			fmt.Fprintf(stderr, "error: %v\n", err)
 			return upgrade.ExitUsage
 		}
 		return upgrade.New(client, exec, o.Config(), upgrade.RealClock{}, stdout, stderr).Run(ctx, o.Nodes)
-	}, &code)
+	})
+}
+
+// execute parses args and calls run with valid options; bad input is exit
+// 2 with the usage on stderr, --help exit 0 with it on stdout.
+func execute(ctx context.Context, args []string, stdout, stderr io.Writer, run func(context.Context, *Options) int) int {
+	code := upgrade.ExitOK
+	cmd := NewCommand(run, &code)
 	cmd.SetArgs(args)
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
