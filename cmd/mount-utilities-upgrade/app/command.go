@@ -63,8 +63,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer, run f
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
 	if err := cmd.ExecuteContext(ctx); err != nil {
-		var ue usageError
-		if errors.As(err, &ue) {
+		if _, ok := errors.AsType[usageError](err); ok {
 			fmt.Fprintf(stderr, "error: %v\n\n%s", err, usageText)
 		} else {
 			fmt.Fprintf(stderr, "error: %v\n", err)

@@ -93,8 +93,7 @@ func (r *nodeRun) drain(ctx context.Context) error {
 	last := ""
 	err := r.poll(ctx, func() (bool, error) {
 		if err := r.scanInUse(ctx); err != nil {
-			var stop *Failure
-			if errors.As(err, &stop) || ctx.Err() != nil {
+			if _, stop := errors.AsType[*Failure](err); stop || ctx.Err() != nil {
 				return false, err
 			}
 			r.warn("%v; retrying", err)

@@ -88,8 +88,8 @@ func (r *report) record(result string) {
 
 // failed prints err, records the node's result and returns the exit code.
 func (r *report) failed(err error) int {
-	var f *Failure
-	if !errors.As(err, &f) {
+	f, ok := errors.AsType[*Failure](err)
+	if !ok {
 		f = &Failure{Code: ExitFailed, Msg: err.Error()}
 	}
 	in := ""
