@@ -135,6 +135,11 @@ func TestUpgradeAPIErrors(t *testing.T) {
 			runs: []run{{cfg: timeout(3), code: ExitTimeout, mutations: []string{taintAdd, deleteOld},
 				out: []string{"is not Ready); the node stays tainted", "kubectl taint nodes node-a nodeplug.io/mount-utilities-upgrade:NoExecute-", "timed out (exit 4) in ready"}}},
 		},
+	})
+}
+
+func TestUpgradeInterrupted(t *testing.T) {
+	runCases(t, []upgradeCase{
 		{
 			name: "interrupted in the drain: exit 130, say how to finish",
 			setup: func(w *world) {

@@ -22,7 +22,7 @@ func ownMountGone(t *testing.T, w *world) {
 }
 
 // TestUpgradeFUSE covers which FUSE mounts of the old pod the drain waits
-// for, and the stop when its mount table cannot be read.
+// for.
 func TestUpgradeFUSE(t *testing.T) {
 	cases := []upgradeCase{
 		{
@@ -95,6 +95,14 @@ func TestUpgradeFUSE(t *testing.T) {
 				out: []string{"a /dev/fuse descriptor in " + oldName + " serves connection 99, which no FUSE mount of its mount table has: waiting for every FUSE mount"},
 			}},
 		},
+	}
+	runCases(t, cases)
+}
+
+// TestUpgradeUnreadableMountTable: without the old pod's mount table the
+// run stops (exit 1), before the taint or after removing it.
+func TestUpgradeUnreadableMountTable(t *testing.T) {
+	cases := []upgradeCase{
 		{
 			name: "the mount table cannot be read during the drain: stop, untaint, keep the pod",
 			setup: func(w *world) {

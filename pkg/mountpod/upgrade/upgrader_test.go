@@ -124,6 +124,13 @@ func TestUpgrade(t *testing.T) {
 				},
 			},
 		},
+	})
+}
+
+// TestUpgradeResume: a run after an interrupted one finishes it, and the
+// waits that time out say what is left.
+func TestUpgradeResume(t *testing.T) {
+	runCases(t, []upgradeCase{
 		{
 			name: "resumed after an interruption: taint present, old pod gone, new pod Ready: untaint only",
 			setup: func(w *world) {
