@@ -5,10 +5,8 @@
 # every subset compiles), golangci-lint with logcheck
 # (hack/verify-golangci-lint.sh, .golangci.yaml, docs/lint.md), the go.mod
 # pin, no build outputs or files over 1 MiB in git (with the test of that
-# check), the tests of
-# hack/mount-utilities-upgrade.sh (against a fake kubectl), the one
-# generator of the nodes' kubelet and kube-proxy configurations
-# (hack/node-config_test.sh), the upstream
+# check), the one generator of the nodes' kubelet and kube-proxy
+# configurations (hack/node-config_test.sh), the upstream
 # code nodeplug copies or relies on unchanged since its last review
 # (hack/verify-upstream-internals.sh), the Helm chart's copies of the CRD
 # and the admission policy (hack/verify-helm-chart.sh), and shell syntax of
@@ -16,7 +14,7 @@
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 cd "${NODEPLUG_ROOT}"
-# jq for the upgrade script's tests, on a fresh machine too.
+# The Debian packages the checks use, on a fresh machine too.
 hack/install-deps.sh
 rc=0
 
@@ -40,7 +38,6 @@ hack/verify-golangci-lint.sh || rc=1
 hack/verify-pin.sh || rc=1
 hack/verify-no-artifacts.sh || rc=1
 hack/verify-no-artifacts_test.sh || rc=1
-hack/mount-utilities-upgrade_test.sh || rc=1
 hack/cluster-start_test.sh || rc=1
 hack/node-config_test.sh || rc=1
 hack/verify-upstream-internals.sh || rc=1

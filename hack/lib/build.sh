@@ -32,9 +32,10 @@ np::build::all() {
       k8s.io/kubernetes/cmd/kubectl &&
     # Binaries that go into images (build/*) are static: the images have no libc
     # (the mount-utilities image carries the host's libc for the host's tools only).
+    # mount-utilities-upgrade is static so that it can be copied to any machine.
     CGO_ENABLED=0 go build -ldflags "-s -w" -o "${BIN_DIR}/" \
       ./build/pause ./build/csi-hostpath ./build/dra-test-driver ./cmd/flexvolume-installer \
-      ./cmd/local-volume-provisioner ./hack/tools/nodeinit ./hack/tools/systemctl &&
+      ./cmd/local-volume-provisioner ./cmd/mount-utilities-upgrade ./hack/tools/nodeinit ./hack/tools/systemctl &&
     CGO_ENABLED=0 go build -ldflags "-s -w" -o "${BIN_DIR}/mount-utilities-init" ./build/mount-utilities/init &&
     CGO_ENABLED=0 go build -ldflags "-s -w" -o "${BIN_DIR}/nodeplug-fuse-loopback" ./build/mount-utilities/fuse-loopback
   ) || np::die "go build failed (see the compiler output above)" \

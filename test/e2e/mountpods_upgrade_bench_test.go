@@ -14,7 +14,7 @@ import (
 
 // BenchmarkMountUtilitiesUpgrade: one node, one consumer of a FUSE volume
 // the mount pod serves; each iteration sets a new image version and times
-// hack/mount-utilities-upgrade.sh end to end (default poll interval), with
+// mount-utilities-upgrade end to end (default poll interval), with
 // the time of each of its steps.
 func BenchmarkMountUtilitiesUpgrade(b *testing.B) {
 	c := framework.Connect(b)

@@ -26,7 +26,7 @@ import (
 
 const muTaintKey = "nodeplug.io/mount-utilities-upgrade"
 
-// TestMountUtilitiesUpgrade: hack/mount-utilities-upgrade.sh replaces the
+// TestMountUtilitiesUpgrade: mount-utilities-upgrade replaces the
 // node's mount pod with a new image version while a FUSE volume it serves
 // was in use, and refuses while a consumer that tolerates its taint still
 // uses one.
@@ -74,7 +74,7 @@ func TestMountUtilitiesUpgrade(t *testing.T) {
 			t.Fatalf("exit %d:\n%s", code, out)
 		}
 		if !strings.Contains(out, "not waiting for these FUSE mounts") || !strings.Contains(out, "  "+hostFuse) {
-			t.Errorf("the script does not say it leaves out the host's FUSE mount %s:\n%s", hostFuse, out)
+			t.Errorf("the upgrade does not say it leaves out the host's FUSE mount %s:\n%s", hostFuse, out)
 		}
 		t.Logf("upgrade steps: %v", muSteps(out))
 		if _, err := c.Client.CoreV1().Pods("default").Get(ctx, "mu-up-1", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -156,13 +156,12 @@ func muNewVersion(ctx context.Context, t testing.TB, c *framework.Cluster, v int
 	}
 }
 
-// muUpgrade runs hack/mount-utilities-upgrade.sh and returns its output and
-// exit code.
+// muUpgrade runs mount-utilities-upgrade (from BIN_DIR, built by
+// hack/build.sh) and returns its output and exit code. KUBECONFIG and
+// MU_POLL_INTERVAL come from the environment.
 func muUpgrade(ctx context.Context, t testing.TB, c *framework.Cluster, args ...string) (string, int) {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, filepath.Join("..", "..", "hack", "mount-utilities-upgrade.sh"), args...)
-	cmd.Env = append(os.Environ(), "KUBECTL="+filepath.Join(c.BinDir, "kubectl"))
-	out, err := cmd.CombinedOutput()
+	out, err := exec.CommandContext(ctx, filepath.Join(c.BinDir, "mount-utilities-upgrade"), args...).CombinedOutput()
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
@@ -170,7 +169,7 @@ func muUpgrade(ctx context.Context, t testing.TB, c *framework.Cluster, args ...
 	case errors.As(err, &ee):
 		return string(out), ee.ExitCode()
 	}
-	t.Fatalf("running the upgrade script: %v\n%s", err, out)
+	t.Fatalf("running mount-utilities-upgrade: %v\n%s", err, out)
 	return "", -1
 }
 
@@ -217,7 +216,7 @@ func muTainted(ctx context.Context, t testing.TB, c *framework.Cluster) bool {
 
 var muStepLine = regexp.MustCompile(`^\[[^]]+\] (check|taint|drain|delete|ready|untaint): ([0-9.]+) s$`)
 
-// muSteps returns the seconds of each step the script printed.
+// muSteps returns the seconds of each step mount-utilities-upgrade printed.
 func muSteps(out string) map[string]float64 {
 	steps := map[string]float64{}
 	for _, line := range strings.Split(out, "\n") {

@@ -74,7 +74,7 @@ func muDriverLogIfAny(ctx context.Context, c *framework.Cluster, mp string) stri
 	return out
 }
 
-// TestMultiNodeMountUtilitiesUpgrade: hack/mount-utilities-upgrade.sh moves
+// TestMultiNodeMountUtilitiesUpgrade: mount-utilities-upgrade moves
 // node A to a new image version while a consumer on node B uses a volume
 // B's mount pod serves. A's consumer is evicted and A's mount pod replaced;
 // B's mount pod, its consumer and the consumer's volume are untouched, and
