@@ -5,7 +5,7 @@
 # mount-utilities image (build/mount-utilities/host-binaries); they and
 # iproute2, socat, curl and netcat-openbsd go into upstream's agnhost image
 # (build/e2e-images/agnhost/host-packages).
-APT_PACKAGES=(jq containerd runc busybox-static openssl socat conntrack iptables ethtool iproute2
+APT_PACKAGES=(containerd runc busybox-static openssl socat conntrack iptables ethtool iproute2
   containernetworking-plugins e2fsprogs util-linux mount curl netcat-openbsd openssh-server openssh-client sudo)
 
 np::preflight::root() {
