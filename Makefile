@@ -51,7 +51,7 @@ test-e2e-upstream-full: ## Every group of upstream's e2e storage specs that docs
 	E2E_UPSTREAM_SET=full hack/e2e-upstream.sh $(E2E_UPSTREAM_FLAGS)
 
 .PHONY: verify
-verify: ## gofmt, go vet, the no-design build's flags against upstream's and every design subset compiling, golangci-lint, the go.mod pin, no build outputs or big files in git, the Helm chart's copies, shell syntax.
+verify: ## gofmt, go vet, the no-design build's flags against upstream's and every design subset compiling, golangci-lint, the go.mod pin, no build outputs or big files in git, the Helm chart's copies, make release's checks on a small made-up release, shell syntax.
 	hack/verify.sh
 
 .PHONY: lint

@@ -220,12 +220,16 @@ np::release::platforms() {
   return "${rc}"
 }
 
-# np::release::check DIR VERSION: DIR is a release of VERSION: every sum in
-# SHA256SUMS matches, each architecture's tarball holds the binaries of
-# RELEASE_ONLY, and each image's index has the platforms it is built for.
+# np::release::check DIR VERSION: DIR is a release of VERSION: SHA256SUMS
+# lists every file and every sum matches, each architecture's tarball holds
+# the binaries of RELEASE_ONLY, and each image's index has the platforms it
+# is built for.
 np::release::check() {
   local dir=$1 version=$2 arch b want got name list
   (cd "${dir}" && sha256sum --quiet -c SHA256SUMS) || np::die "${dir}: SHA256SUMS does not match the files"
+  list=$(cd "${dir}" && find . -type f ! -name SHA256SUMS -printf '%P\n' | LC_ALL=C sort)
+  [[ "${list}" == "$(awk '{print $2}' "${dir}/SHA256SUMS" | LC_ALL=C sort)" ]] ||
+    np::die "${dir}: SHA256SUMS does not list exactly the release's files"
   for arch in "${NP_RELEASE_ARCHES[@]}"; do
     list=$(tar -tzf "${dir}/nodeplug-${version}-linux-${arch}.tar.gz") || np::die "${dir}: the ${arch} tarball is unreadable"
     for b in $(np::release::binaries); do
