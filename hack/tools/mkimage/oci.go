@@ -172,8 +172,11 @@ func readDockerArchive(path string) (platformImage, error) {
 		Config string
 		Layers []string
 	}
-	if err := json.Unmarshal(files["manifest.json"], &manifest); err != nil || len(manifest) != 1 {
-		return platformImage{}, fmt.Errorf("%s: not a docker-archive of one image (manifest.json: %v)", path, err)
+	if err := json.Unmarshal(files["manifest.json"], &manifest); err != nil {
+		return platformImage{}, fmt.Errorf("%s: not a docker-archive of one image: manifest.json: %w", path, err)
+	}
+	if len(manifest) != 1 {
+		return platformImage{}, fmt.Errorf("%s: not a docker-archive of one image: manifest.json lists %d", path, len(manifest))
 	}
 	img := platformImage{config: files[manifest[0].Config]}
 	if err := json.Unmarshal(img.config, &img.platform); err != nil || img.platform.Architecture == "" || img.platform.OS == "" {
