@@ -189,6 +189,7 @@ np::release::all() {
   local version out build arch started=${SECONDS}
   [[ "$(go env GOHOSTARCH)" == amd64 ]] ||
     np::die "make release runs on an amd64 host (the mount-utilities image takes the host's tools)" "run it on linux/amd64"
+  command -v jq >/dev/null || np::die "jq is missing (the release check reads the image indexes with it)" "apt-get install jq"
   version=$(np::release::version)
   np::release::binaries >/dev/null
   out=${OUT_DIR}/release/${version}
