@@ -18,6 +18,10 @@ help: ## List the targets.
 build: ## Build every binary into _output/bin; DESIGNS='flexdiscovery pluginwatcher' (or none) compiles only those nodeplug designs in (default all).
 	NODEPLUG_DESIGNS="$(DESIGNS)" hack/build.sh
 
+.PHONY: release
+release: ## Versioned tarballs of the binaries for linux/amd64 and arm64, the images as OCI archives, the manifests and the Helm chart, with SHA256SUMS, into _output/release/<version> (RELEASE_VERSION=v1.2.3; RELEASE_ONLY=small skips the kubelet and controller-manager).
+	hack/release.sh
+
 .PHONY: local-up
 local-up: ## Bring up a real cluster running nodeplug's kubelet and kube-controller-manager (NODES=3: three nodes).
 	hack/local-up-cluster.sh
@@ -47,7 +51,7 @@ test-e2e-upstream-full: ## Every group of upstream's e2e storage specs that docs
 	E2E_UPSTREAM_SET=full hack/e2e-upstream.sh $(E2E_UPSTREAM_FLAGS)
 
 .PHONY: verify
-verify: ## gofmt, go vet, the no-design build's flags against upstream's and every design subset compiling, golangci-lint, the go.mod pin, no build outputs or big files in git, the Helm chart's copies, shell syntax.
+verify: ## gofmt, go vet, the no-design build's flags against upstream's and every design subset compiling, golangci-lint, the go.mod pin, no build outputs or big files in git, the Helm chart's copies, make release's checks on a small made-up release, shell syntax.
 	hack/verify.sh
 
 .PHONY: lint

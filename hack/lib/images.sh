@@ -9,12 +9,16 @@
 PAUSE_IMAGE=docker.io/nodeplug/pause:1
 BUSYBOX_IMAGE=docker.io/nodeplug/busybox:1
 
+# np::images::busybox_args [BUSYBOX]: mkimage arguments, one per line, of
+# BUSYBOX (default the host's /bin/busybox; make release passes another
+# architecture's build of the same busybox-static version) and a link per
+# applet, listed by the host's busybox.
 np::images::busybox_args() {
-  local bb=/bin/busybox args=()
-  [[ -x "${bb}" ]] || np::die "busybox-static is missing" "apt-get install busybox-static"
+  local bb=${1:-/bin/busybox} args=()
+  [[ -x /bin/busybox && -f "${bb}" ]] || np::die "busybox-static is missing" "apt-get install busybox-static"
   args+=(-file "/bin/busybox=${bb}:0755" -dir /tmp -dir /proc -dir /sys -dir /dev -dir /etc -dir /mnt)
   local applet
-  for applet in $("${bb}" --list); do
+  for applet in $(/bin/busybox --list); do
     [[ "${applet}" == busybox ]] || args+=(-link "/bin/${applet}=busybox")
   done
   printf '%s\n' "${args[@]}"
@@ -93,7 +97,7 @@ np::images::build_mount_utilities() {
   out=$(np::images::host_binary_args $(grep -v '^#' "${recipe}/host-binaries")) ||
     np::die "collecting the host binaries of the mount-utilities image failed" "see build/mount-utilities/README.md"
   mapfile -t host <<<"${out}"
-  out=$(np::images::busybox_args) || np::die "busybox-static is missing" "apt-get install busybox-static"
+  out=$(np::images::busybox_args /bin/busybox) || np::die "busybox-static is missing" "apt-get install busybox-static"
   mapfile -t bb <<<"${out}"
   mapfile -t args < <(np::images::recipe mount-utilities)
   # Busybox's applets (mount, fsck, blkid, ...) are links in /bin; the real
@@ -108,7 +112,7 @@ np::images::build() {
   "${BIN_DIR}/mkimage" -o "${dir}/pause.tar" -name "${PAUSE_IMAGE}" \
     -file "/pause=${BIN_DIR}/pause:0755" -entrypoint /pause || np::die "building the pause image failed"
   local bb args
-  mapfile -t bb < <(np::images::busybox_args)
+  mapfile -t bb < <(np::images::busybox_args /bin/busybox)
   "${BIN_DIR}/mkimage" -o "${dir}/busybox.tar" -name "${BUSYBOX_IMAGE}" "${bb[@]}" \
     -entrypoint /bin/sh || np::die "building the busybox image failed"
   mapfile -t args < <(np::images::recipe flexvolume-installer)

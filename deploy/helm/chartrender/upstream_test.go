@@ -97,7 +97,9 @@ func TestUpstreamValues(t *testing.T) {
 			if !wc.Resources.Limits.Memory().Equal(resource.MustParse("128Mi")) {
 				t.Errorf("watcher resources %v", wc.Resources)
 			}
-			if wc.LivenessProbe == nil || wc.LivenessProbe.TCPSocket == nil || wc.LivenessProbe.PeriodSeconds != 60 {
+			// tcpSocket alone: the chart's own httpGet must not be merged
+			// in (the apiserver refuses a probe with two handlers).
+			if wc.LivenessProbe == nil || wc.LivenessProbe.TCPSocket == nil || wc.LivenessProbe.HTTPGet != nil || wc.LivenessProbe.PeriodSeconds != 60 {
 				t.Errorf("watcher liveness probe %+v", wc.LivenessProbe)
 			}
 			if watcher.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable.IntValue() != 1 {

@@ -16,6 +16,10 @@ import (
 	"time"
 )
 
+// knownArch is the architectures an image may be built for: those of
+// make release (docs/release.md).
+var knownArch = map[string]bool{"amd64": true, "arm64": true}
+
 // entry is one thing in the image's only layer.
 type entry struct {
 	dest, src, link string
@@ -24,7 +28,7 @@ type entry struct {
 }
 
 type imageSpec struct {
-	out, name            string
+	out, name, arch      string
 	entrypoint, cmd, env []string
 	entries              []entry
 }
@@ -35,6 +39,9 @@ func (s *imageSpec) parse(files, links, dirs []string) error {
 	}
 	if !strings.Contains(s.name, ":") {
 		return fmt.Errorf("-name %q needs a tag", s.name)
+	}
+	if !knownArch[s.arch] {
+		return fmt.Errorf("-arch %q: want amd64 or arm64", s.arch)
 	}
 	for _, f := range files {
 		dest, src, ok := strings.Cut(f, "=")
@@ -138,7 +145,7 @@ func (s *imageSpec) write() error {
 	}
 	layerID := digest(layer)
 	config, err := json.Marshal(map[string]any{
-		"architecture": "amd64", "os": "linux", "created": time.Unix(0, 0).UTC(),
+		"architecture": s.arch, "os": "linux", "created": time.Unix(0, 0).UTC(),
 		"config": map[string]any{"Entrypoint": s.entrypoint, "Cmd": s.cmd, "Env": s.env},
 		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{"sha256:" + layerID}},
 	})

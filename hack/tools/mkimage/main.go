@@ -2,9 +2,14 @@
 // tarball (the format `ctr images import` reads), without docker or a
 // registry. The output is reproducible: same inputs, same bytes.
 //
-//	mkimage -o out.tar -name docker.io/nodeplug/busybox:1 \
+//	mkimage -o out.tar -name docker.io/nodeplug/busybox:1 [-arch arm64] \
 //	  -file /bin/busybox=/bin/busybox:0755 -link /bin/sh=busybox \
 //	  -entrypoint /bin/sh -cmd -c,'sleep 3600'
+//
+// `mkimage index` joins docker-archives built for different architectures
+// into one OCI image layout tarball holding one multi-platform image index:
+//
+//	mkimage index -o out.oci.tar -name docker.io/nodeplug/pause:1 pause-amd64.tar pause-arm64.tar
 package main
 
 import (
@@ -20,11 +25,16 @@ func (l *listFlag) String() string     { return strings.Join(*l, " ") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "index" {
+		index(os.Args[2:])
+		return
+	}
 	var spec imageSpec
 	var files, links, dirs listFlag
 	var entrypoint, cmd, env string
 	flag.StringVar(&spec.out, "o", "", "output tarball (docker-archive)")
 	flag.StringVar(&spec.name, "name", "", "image reference, e.g. docker.io/nodeplug/pause:1")
+	flag.StringVar(&spec.arch, "arch", "amd64", "architecture the image's config names: amd64 or arm64 (the files must be built for it)")
 	flag.Var(&files, "file", "DEST=SRC[:MODE] file to add (repeatable); MODE in octal, default SRC's mode")
 	flag.Var(&links, "link", "DEST=TARGET symlink to add (repeatable)")
 	flag.Var(&dirs, "dir", "DEST directory to add (repeatable)")
@@ -37,6 +47,17 @@ func main() {
 		fail(err)
 	}
 	if err := spec.write(); err != nil {
+		fail(err)
+	}
+}
+
+// index is `mkimage index -o OUT -name REF ARCHIVE...`.
+func index(args []string) {
+	fs := flag.NewFlagSet("mkimage index", flag.ExitOnError)
+	out := fs.String("o", "", "output tarball (OCI image layout)")
+	name := fs.String("name", "", "image reference of the index, e.g. docker.io/nodeplug/pause:1")
+	_ = fs.Parse(args)
+	if err := writeIndex(*out, *name, fs.Args()); err != nil {
 		fail(err)
 	}
 }

@@ -81,3 +81,20 @@ watcher and the Jobs see through their /dev mount. */}}
 {{- define "lvp.inDev" -}}
 {{- if hasPrefix "/dev/disk/" (include "lvp.hostDir" .) -}}true{{- end -}}
 {{- end -}}
+
+{{/*
+lvp.livenessProbe: the watcher's liveness probe. values.yaml holds none, so
+that a probe given in values (sig-storage-local-static-provisioner's chart
+sets tcpSocket) is not merged with a default handler into a probe the
+apiserver refuses; a probe with no handler (exec, httpGet, tcpSocket, grpc)
+gets the chart's: GET /healthz on the metrics port, every 30 s unless
+periodSeconds is set.
+*/}}
+{{- define "lvp.livenessProbe" -}}
+{{- $p := deepCopy (.Values.livenessProbe | default dict) -}}
+{{- if not (or $p.exec $p.httpGet $p.tcpSocket $p.grpc) -}}
+{{- $_ := set $p "httpGet" (dict "path" "/healthz" "port" "metrics") -}}
+{{- if not (hasKey $p "periodSeconds") }}{{ $_ := set $p "periodSeconds" 30 }}{{ end -}}
+{{- end -}}
+{{- toYaml $p -}}
+{{- end -}}

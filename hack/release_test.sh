@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Tests of hack/lib/release.sh that build nothing heavy (part of make
+# verify, a few seconds): the version and RELEASE_ONLY refusals, and
+# np::release::check on a small release made here (tiny images joined by
+# mkimage index) that it must accept, then on broken copies of it that it
+# must refuse, each named.
+set -o errexit -o nounset -o pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
+source "${NODEPLUG_ROOT}/hack/lib/release.sh"
+work=$(mktemp -d /tmp/np-release-test.XXXXXX)
+trap 'rm -rf "${work}"' EXIT
+failures=0
+
+# expect NAME WANT(ok|fail) COMMAND...: run COMMAND in a subshell (np::die
+# exits) and check its outcome.
+expect() {
+  local name=$1 want=$2 got=ok
+  shift 2
+  ("$@") >"${work}/out" 2>&1 || got=fail
+  if [[ "${got}" != "${want}" ]]; then
+    np::warn "release_test: ${name}: ${got}, want ${want}"$'\n'"$(cat "${work}/out")"
+    failures=$((failures + 1))
+  fi
+}
+
+with_version() { RELEASE_VERSION=$1 np::release::version; }
+with_only() { RELEASE_ONLY=$1 np::release::binaries; }
+
+expect "version v1.2.3" ok with_version v1.2.3
+expect "version v0.2.0-rc.1" ok with_version v0.2.0-rc.1
+expect "version without v" fail with_version 1.2.3
+expect "version without patch" fail with_version v1.2
+expect "version with a slash" fail with_version v1.2.3/../x
+expect "version with a space" fail with_version "v1.2.3 x"
+expect "RELEASE_ONLY=small" ok with_only small
+expect "RELEASE_ONLY=bogus" fail with_only bogus
+
+# A small release of version v9.9.9: what RELEASE_ONLY=small writes, with
+# placeholder binaries.
+version=v9.9.9
+go build -o "${work}/mkimage" "${NODEPLUG_ROOT}/hack/tools/mkimage"
+make_release() {
+  local dir=$1 arch name
+  mkdir -p "${dir}/images" "${work}/src"
+  for arch in "${NP_RELEASE_ARCHES[@]}"; do
+    mkdir -p "${work}/src/${arch}" "${work}/tar/nodeplug-${version}-linux-${arch}/bin"
+    for name in "${NP_RELEASE_SMALL[@]}"; do
+      echo "${name} for ${arch}" >"${work}/tar/nodeplug-${version}-linux-${arch}/bin/${name}"
+    done
+    np::release::tar_gz "${work}/tar" "nodeplug-${version}-linux-${arch}" "${dir}/nodeplug-${version}-linux-${arch}.tar.gz"
+    "${work}/mkimage" -arch "${arch}" -o "${work}/src/${arch}/image.tar" -name "x/y:${version}" -file "/bin/x=${BASH_SOURCE[0]}"
+  done
+  for name in flexvolume-installer local-volume-provisioner; do
+    "${work}/mkimage" index -o "${dir}/images/${name}-${version}.oci.tar" -name "docker.io/nodeplug/${name}:${version}" \
+      "${work}/src/amd64/image.tar" "${work}/src/arm64/image.tar"
+  done
+  mkdir -p "${work}/m/nodeplug-${version}-manifests/deploy/local-volume-provisioner"
+  touch "${work}/m/nodeplug-${version}-manifests/deploy/local-volume-provisioner/crd.yaml"
+  np::release::tar_gz "${work}/m" "nodeplug-${version}-manifests" "${dir}/nodeplug-${version}-manifests.tar.gz"
+  echo chart >"${dir}/local-volume-provisioner-0.1.0.tgz"
+  (cd "${dir}" && find . -type f -printf '%P\n' | LC_ALL=C sort | xargs sha256sum >"${work}/sums" && mv "${work}/sums" SHA256SUMS)
+}
+check_small() { RELEASE_ONLY=small np::release::check "$1" "${version}"; }
+
+make_release "${work}/good"
+expect "a whole small release" ok check_small "${work}/good"
+
+# broken NAME COMMAND...: a copy of the good release, changed by COMMAND
+# (run in the copy), must be refused.
+broken() {
+  local name=$1
+  shift
+  rm -rf "${work}/bad" && cp -r "${work}/good" "${work}/bad"
+  (cd "${work}/bad" && "$@")
+  expect "${name}" fail check_small "${work}/bad"
+}
+broken "a file changed after its sum" sh -c 'echo x >>local-volume-provisioner-0.1.0.tgz'
+broken "a file without its sum" sh -c 'grep -v manifests SHA256SUMS >s && mv s SHA256SUMS'
+broken "no chart" sh -c 'rm local-volume-provisioner-0.1.0.tgz && grep -v tgz SHA256SUMS >s && mv s SHA256SUMS'
+one_platform() {
+  "${work}/mkimage" index -o images/local-volume-provisioner-${version}.oci.tar \
+    -name docker.io/nodeplug/local-volume-provisioner:${version} "${work}/src/amd64/image.tar"
+  find . -type f ! -name SHA256SUMS -printf '%P\n' | LC_ALL=C sort | xargs sha256sum >"${work}/sums" && mv "${work}/sums" SHA256SUMS
+}
+broken "an image index with amd64 only" one_platform
+no_binary() {
+  local d=${work}/tar/nodeplug-${version}-linux-arm64
+  rm "${d}/bin/flexvolume-installer"
+  np::release::tar_gz "${work}/tar" "nodeplug-${version}-linux-arm64" "nodeplug-${version}-linux-arm64.tar.gz"
+  find . -type f ! -name SHA256SUMS -printf '%P\n' | LC_ALL=C sort | xargs sha256sum >"${work}/sums" && mv "${work}/sums" SHA256SUMS
+}
+broken "an arm64 tarball without flexvolume-installer" no_binary
+
+((failures == 0)) || np::die "release_test: ${failures} case(s) failed" "see the cases above"
+np::log "release_test: version and RELEASE_ONLY refusals, np::release::check accepts a release and refuses 5 broken ones"
