@@ -57,21 +57,3 @@ func (c *controller) patchClaimHealth(ctx context.Context, ref *v1.ObjectReferen
 		klog.FromContext(ctx).V(2).Info("Could not write the claim's health status", "claim", klog.KRef(ref.Namespace, ref.Name), "err", err)
 	}
 }
-
-// liveClaimOf reports whether a PV is Bound to the claim that exists now
-// under its claimRef's name: a claim deleted and created again under the
-// same name is another claim.
-func (c *controller) liveClaimOf(ctx context.Context, pv *v1.PersistentVolume) (bool, error) {
-	ref := pv.Spec.ClaimRef
-	if ref == nil || pv.Status.Phase != v1.VolumeBound || pv.DeletionTimestamp != nil {
-		return false, nil
-	}
-	claim, err := c.kube.CoreV1().PersistentVolumeClaims(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return false, nil
-	case err != nil:
-		return false, err
-	}
-	return ref.UID == "" || claim.UID == ref.UID, nil
-}

@@ -17,7 +17,6 @@ import (
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	storageinformers "k8s.io/client-go/informers/storage/v1"
 	"k8s.io/client-go/kubernetes"
-	admissionregistrationlisters "k8s.io/client-go/listers/admissionregistration/v1"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
@@ -28,6 +27,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/blockedclaims"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
 )
@@ -104,16 +104,16 @@ type controller struct {
 	clock    clock.WithTicker
 	limiter  *rate.Limiter
 
-	nodeLister   corelisters.NodeLister
-	pvLister     corelisters.PersistentVolumeLister
-	pvIndexer    cache.Indexer
-	scLister     storagelisters.StorageClassLister
-	jobLister    batchlisters.JobLister
-	jobIndexer   cache.Indexer
-	podLister    corelisters.PodLister
-	policyLister admissionregistrationlisters.ValidatingAdmissionPolicyLister
-	unwiped      unwiped.Store
-	caches       *cacheSync
+	nodeLister corelisters.NodeLister
+	pvLister   corelisters.PersistentVolumeLister
+	pvIndexer  cache.Indexer
+	scLister   storagelisters.StorageClassLister
+	jobLister  batchlisters.JobLister
+	jobIndexer cache.Indexer
+	podLister  corelisters.PodLister
+	unwiped    unwiped.Store
+	caches     *cacheSync
+	policy     blockedclaims.Writer
 
 	queue workqueue.TypedRateLimitingInterface[string]
 
@@ -185,6 +185,7 @@ func newController(ctx context.Context, kube kubernetes.Interface, inf Informers
 	if err := inf.Jobs.Informer().AddIndexers(jobIndexers); err != nil {
 		return nil, fmt.Errorf("failed to add Job indexers: %w", err)
 	}
+	c.policy = c.newPolicyWriter(inf)
 	if err := c.addHandlers(klog.FromContext(ctx), inf); err != nil {
 		return nil, err
 	}
@@ -200,11 +201,21 @@ func (c *controller) informerCaches(inf Informers) []informerCache {
 		{"storageclasses.storage.k8s.io", inf.StorageClasses.Informer()}, {"jobs.batch" + ns, inf.Jobs.Informer()},
 		{"pods" + ns, inf.Pods.Informer()}, {"nodediskstates.localpv.nodeplug.io", inf.Notifications}}
 	if inf.AdmissionPolicies != nil {
-		c.policyLister = inf.AdmissionPolicies.Lister()
 		caches = append(caches, informerCache{"validatingadmissionpolicies.admissionregistration.k8s.io named " +
 			c.opts.AdmissionPolicyName, inf.AdmissionPolicies.Informer()})
 	}
 	return caches
+}
+
+// newPolicyWriter returns the writer of the blocked claims; without an
+// informer on admission policies (ReplacedMachineWarn) it blocks nothing.
+func (c *controller) newPolicyWriter(inf Informers) blockedclaims.Writer {
+	cfg := blockedclaims.Config{PVs: c.pvLister, Owns: c.owns, Claims: c.kube.CoreV1(),
+		PolicyClient: c.kube.AdmissionregistrationV1(), PolicyName: c.opts.AdmissionPolicyName, Recorder: c.recorder}
+	if inf.AdmissionPolicies != nil {
+		cfg.Policies = inf.AdmissionPolicies.Lister()
+	}
+	return blockedclaims.New(cfg)
 }
 
 func (c *controller) Ready() error { return c.caches.ready() }
@@ -270,10 +281,13 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	case "vol":
 		return c.syncVolume(ctx, name)
 	case "claims":
-		return c.syncBlockedClaims(ctx)
+		return c.policy.Sync(ctx)
 	}
 	return nil
 }
+
+// blockedClaimsKey asks the policy writer to write the blocked claims.
+const blockedClaimsKey = "claims/blocked"
 
 func nodeKey(name string) string { return "node/" + name }
 func volKey(id string) string    { return "vol/" + id }

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/blockedclaims"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
 )
@@ -23,6 +24,11 @@ const (
 	// ReplacedMachineWarn keeps the PV and marks it, but blocks no pod.
 	ReplacedMachineWarn = "Warn"
 )
+
+// ReplacedMachineAdmissionPolicy is the default name of the
+// ValidatingAdmissionPolicy that refuses new pods using a claim bound to a
+// PV of a replaced machine (Options.AdmissionPolicyName).
+const ReplacedMachineAdmissionPolicy = blockedclaims.DefaultPolicyName
 
 // ReplacedMachinePolicies lists the valid policies.
 var ReplacedMachinePolicies = []string{ReplacedMachineBlockPods, ReplacedMachineWarn}

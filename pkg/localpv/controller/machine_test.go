@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/blockedclaims"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
 )
@@ -124,10 +125,11 @@ func TestReplacedMachine(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, nil, machineNode("a", "m1", "u1"), newClass("fast", tc.policy))
+			var tweak func(*Options, *Informers)
 			if tc.warn {
-				f.c.opts.ReplacedMachinePolicy = ReplacedMachineWarn
+				tweak = func(o *Options, _ *Informers) { o.ReplacedMachinePolicy = ReplacedMachineWarn }
 			}
+			f := newFixtureWith(t, tweak, nil, machineNode("a", "m1", "u1"), newClass("fast", tc.policy))
 			f.discover("a", fsReport("a", "vol1"))
 			old := naming.PVNameForID(naming.MachineVolumeID("a", vol1, "m1", "u1"))
 			f.setPhase(old, tc.phase, tc.claimed)
@@ -155,7 +157,7 @@ func TestReplacedMachine(t *testing.T) {
 					t.Errorf("no Event on the claim in %q", evs)
 				}
 			}
-			_, blocked := f.blockedClaims()[BlockedClaimKey("default", "claim")]
+			_, blocked := f.blockedClaims()[blockedclaims.Key("default", "claim")]
 			if blocked != tc.wantBlocked {
 				t.Errorf("claim blocked = %v, want %v", blocked, tc.wantBlocked)
 			}
@@ -276,7 +278,7 @@ func TestMachineChangeEventChecksPVsAndRunsDiscovery(t *testing.T) {
 	if f.job(naming.DiscoveryJobName("a")) == nil {
 		t.Error("a machine change event did not start discovery")
 	}
-	if b := f.policyClaims(); b[BlockedClaimKey("default", "claim")] != old {
+	if b := f.policyClaims(); b[blockedclaims.Key("default", "claim")] != old {
 		t.Errorf("blocked claims %v, want default.claim → %s", b, old)
 	}
 }
