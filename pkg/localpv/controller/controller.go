@@ -28,6 +28,7 @@ import (
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/blockedclaims"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/inventory"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
 )
@@ -114,6 +115,7 @@ type controller struct {
 	unwiped    unwiped.Store
 	caches     *cacheSync
 	policy     blockedclaims.Writer
+	inventory  inventory.Recorder
 
 	queue workqueue.TypedRateLimitingInterface[string]
 
@@ -173,6 +175,7 @@ func newController(ctx context.Context, kube kubernetes.Interface, inf Informers
 		nodeLister: inf.Nodes.Lister(), pvLister: inf.PVs.Lister(), pvIndexer: inf.PVs.Informer().GetIndexer(),
 		scLister: inf.StorageClasses.Lister(), jobLister: inf.Jobs.Lister(), jobIndexer: inf.Jobs.Informer().GetIndexer(),
 		podLister: inf.Pods.Lister(), unwiped: unwiped.New(kube, opts.Jobs.Namespace, opts.Clock),
+		inventory: inventory.New(opts.Notifications, opts.Clock),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, opts.RetryMax),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "local_volume_provisioner", Clock: opts.Clock}),

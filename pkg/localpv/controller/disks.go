@@ -1,23 +1,11 @@
 package controller
 
 import (
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2"
-
-	"github.com/nodeplug/localpv-api/localpv/v1alpha1"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
 
@@ -97,68 +85,4 @@ func skipFix(reason, path string) string {
 		return "make it writable"
 	}
 	return "if its data may go, wipe it (wipefs -a " + path + ") to publish it, or set diskSelector.acceptSignatures for a disk whose only fault is its signature"
-}
-
-// recordInventory writes a node's disk inventory into the status of its
-// NodeDiskState when it differs from the last one written. A node without
-// a NodeDiskState (no watcher yet) gets none. Errors are logged: the
-// inventory is informational.
-func (c *controller) recordInventory(ctx context.Context, node string, r *report.Report) {
-	logger := klog.FromContext(ctx)
-	metrics.InventoryDisks.WithLabelValues(node).Set(float64(r.DisksTotal))
-	if c.opts.Notifications == nil {
-		return
-	}
-	status := v1alpha1.NodeDiskStateStatus{DisksTotal: int32(min(r.DisksTotal, 1<<30))}
-	for _, d := range r.Disks {
-		status.Disks = append(status.Disks, apiDisk(d))
-	}
-	doc, err := json.Marshal(status)
-	if err != nil {
-		logger.Error(err, "Failed to encode the disk inventory", "node", node)
-		return
-	}
-	sum := sha256.Sum256(doc)
-	digest := hex.EncodeToString(sum[:])
-	same := false
-	c.withNode(node, func(st *nodeState) { same = st.inventory == digest })
-	if same {
-		return
-	}
-	patch, err := inventoryPatch(status, c.clock.Now())
-	if err == nil {
-		_, err = c.opts.Notifications.Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
-	}
-	switch {
-	case apierrors.IsNotFound(err):
-		logger.V(2).Info("Node has no NodeDiskState, its disk inventory is not recorded", "node", node)
-	case err != nil:
-		logger.Error(fmt.Errorf("failed to record the disk inventory of node %s: %w", node, err), "Disk inventory not recorded")
-	default:
-		c.withNode(node, func(st *nodeState) { st.inventory = digest })
-		logger.V(2).Info("Recorded the disk inventory", "node", node, "disks", r.DisksTotal)
-	}
-}
-
-// inventoryPatch is the merge patch that sets the inventory. Every field is
-// written, an empty list as null and no disks as 0, so that a list the
-// report no longer carries (no disks left, or dropped for size) is cleared
-// rather than kept beside a fresh inventoryTime.
-func inventoryPatch(status v1alpha1.NodeDiskStateStatus, now time.Time) ([]byte, error) {
-	var disks any
-	if len(status.Disks) > 0 {
-		disks = status.Disks
-	}
-	return json.Marshal(map[string]any{"status": map[string]any{
-		"disks":         disks,
-		"disksTotal":    status.DisksTotal,
-		"inventoryTime": metav1.NewTime(now),
-	}})
-}
-
-func apiDisk(d report.Disk) v1alpha1.Disk {
-	return v1alpha1.Disk{Name: d.Name, SizeBytes: d.Size, Rotational: d.Rotational, Removable: d.Removable,
-		ReadOnly: d.ReadOnly, Model: d.Model, Vendor: d.Vendor, Serial: d.Serial, WWN: d.WWN, IDs: d.IDs,
-		Partitions: int32(min(d.Partitions, 1<<20)), Holders: int32(min(d.Holders, 1<<20)), Stacked: d.Stacked,
-		Signature: d.Signature}
 }

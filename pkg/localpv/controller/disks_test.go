@@ -3,7 +3,6 @@ package controller
 import (
 	"strings"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -164,47 +163,6 @@ func TestInventoryIsRecordedInStatus(t *testing.T) {
 	f.discover("a", r)
 	if patches() != n {
 		t.Error("an unchanged inventory was written again")
-	}
-}
-
-// TestInventoryClearsWhenDisksGo: a report without a disk list replaces
-// the one recorded before; the stale list is not kept beside a fresh time.
-func TestInventoryClearsWhenDisksGo(t *testing.T) {
-	tests := []struct {
-		name      string
-		disks     []report.Disk
-		total     int
-		wantTotal int32
-	}{
-		{name: "no disks left", disks: nil, total: 0, wantTotal: 0},
-		{name: "list dropped for size", disks: nil, total: 2, wantTotal: 2},
-		{name: "one disk left", disks: []report.Disk{{Name: "sdb", Size: 1 << 40}}, total: 1, wantTotal: 1},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newDiskFixture(t)
-			f.createDiskState()
-			f.discover("a", diskReport("a", nil))
-			if st := f.diskStatus(); len(st.Disks) != 2 {
-				t.Fatalf("first inventory not recorded: %+v", st)
-			}
-			f.clock.Step(time.Minute)
-			r := diskReport("a", nil)
-			r.Disks, r.DisksTotal = tc.disks, tc.total
-			f.discover("a", r)
-			st := f.diskStatus()
-			if len(st.Disks) != len(tc.disks) || st.DisksTotal != tc.wantTotal {
-				t.Errorf("status keeps %d disks (total %d), want %d (total %d): %+v", len(st.Disks), st.DisksTotal, len(tc.disks), tc.wantTotal, st.Disks)
-			}
-			for i := range tc.disks {
-				if st.Disks[i].Name != tc.disks[i].Name {
-					t.Errorf("disk %d is %s, want %s", i, st.Disks[i].Name, tc.disks[i].Name)
-				}
-			}
-			if st.InventoryTime == nil || !st.InventoryTime.Time.Equal(f.clock.Now().Truncate(time.Second)) {
-				t.Errorf("inventoryTime %v, want %v", st.InventoryTime, f.clock.Now())
-			}
-		})
 	}
 }
 

@@ -159,7 +159,7 @@ func (c *controller) processDiscovery(ctx context.Context, node *v1.Node, job *b
 	}
 	c.recordRejections(node, res.Rejected)
 	c.recordSkipped(node, r)
-	c.recordInventory(ctx, node.Name, r)
+	c.inventory.Record(ctx, node.Name, r)
 	return c.reconcileNode(ctx, node, res, r.Held)
 }
 

@@ -291,7 +291,7 @@ func (c *controller) handleNodeGone(ctx context.Context, name string) error {
 	if _, err := c.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		return err
 	}
-	if err := c.deleteNotification(ctx, name); err != nil {
+	if err := c.inventory.Delete(ctx, name); err != nil {
 		return err
 	}
 	if !c.cfg.DeleteUnboundPVsOfDeletedNodes {
@@ -341,21 +341,4 @@ func (c *controller) recountMissing(changed string, missing bool) {
 		}
 	}
 	metrics.MissingVolumes.Set(float64(n))
-}
-
-// deleteNotification deletes the NodeDiskState of a deleted node, which
-// nothing else would: its watcher went with the node.
-func (c *controller) deleteNotification(ctx context.Context, node string) error {
-	if c.opts.Notifications == nil {
-		return nil
-	}
-	err := c.opts.Notifications.Delete(ctx, node, metav1.DeleteOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil
-	case err != nil:
-		return fmt.Errorf("failed to delete the NodeDiskState of deleted node %s: %w", node, err)
-	}
-	klog.FromContext(ctx).V(2).Info("Deleted the NodeDiskState of a deleted node", "node", node)
-	return nil
 }

@@ -4,8 +4,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
 )
 
 // nodeState is the master's memory of one node. It is only an optimisation
@@ -25,9 +23,6 @@ type nodeState struct {
 	processed types.UID
 	// generation is the last NodeDiskState generation acted on.
 	generation int64
-	// inventory is the digest of the disk inventory last written to the
-	// node's NodeDiskState status.
-	inventory string
 	// shards is the number of containers the node's discovery pods need,
 	// when a run asked for more than the configured number.
 	shards int
@@ -59,7 +54,7 @@ func (c *controller) forgetNode(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.nodes, name)
-	metrics.InventoryDisks.DeleteLabelValues(name)
+	c.inventory.Forget(name)
 }
 
 // firstSeen reports whether a finished Job's result is seen for the first
