@@ -29,6 +29,7 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/blockedclaims"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/inventory"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
 )
@@ -116,6 +117,7 @@ type controller struct {
 	caches     *cacheSync
 	policy     blockedclaims.Writer
 	inventory  inventory.Recorder
+	ops        pvops.Interface
 
 	queue workqueue.TypedRateLimitingInterface[string]
 
@@ -175,7 +177,7 @@ func newController(ctx context.Context, kube kubernetes.Interface, inf Informers
 		nodeLister: inf.Nodes.Lister(), pvLister: inf.PVs.Lister(), pvIndexer: inf.PVs.Informer().GetIndexer(),
 		scLister: inf.StorageClasses.Lister(), jobLister: inf.Jobs.Lister(), jobIndexer: inf.Jobs.Informer().GetIndexer(),
 		podLister: inf.Pods.Lister(), unwiped: unwiped.New(kube, opts.Jobs.Namespace, opts.Clock),
-		inventory: inventory.New(opts.Notifications, opts.Clock),
+		inventory: inventory.New(opts.Notifications, opts.Clock), ops: pvops.New(kube, recorder, opts.Clock),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, opts.RetryMax),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "local_volume_provisioner", Clock: opts.Clock}),

@@ -229,7 +229,7 @@ func (c *controller) diskChanged(ctx context.Context, pv *v1.PersistentVolume, v
 	case unclaimed(pv):
 		c.event(pv, v1.EventTypeWarning, "DiskReplaced", "The path %s now leads to another disk (%s, the PV's was %s); deleting the unused PV",
 			path, v.Volume.ID, diskOf(pv))
-		return c.deletePV(ctx, pv, true, "disk_replaced")
+		return c.ops.Delete(ctx, pv, true, "disk_replaced")
 	}
 	if _, ok := pv.Annotations[jobs.AnnDiskReplaced]; ok {
 		return nil
@@ -249,7 +249,7 @@ func (c *controller) diskChanged(ctx context.Context, pv *v1.PersistentVolume, v
 		"the path while it exists, and new pods of its claim are refused; put the PV's disk back, or delete the claim and the PV",
 		path, v.Volume.ID, diskOf(pv))
 	c.event(pv, v1.EventTypeWarning, "DiskReplaced", "%s", msg)
-	c.warnClaim(ctx, pv, "DiskReplaced", msg, v1.VolumeHealthDataLoss)
+	c.ops.WarnClaim(ctx, pv, "DiskReplaced", msg, v1.VolumeHealthDataLoss)
 	return nil
 }
 
@@ -266,7 +266,7 @@ func (c *controller) unmarkDiskReplaced(ctx context.Context, pv *v1.PersistentVo
 	}
 	c.queue.Add(blockedClaimsKey)
 	c.event(pv, v1.EventTypeNormal, "DiskMatched", "The PV's disk is at %s again; pods may use it", pv.Annotations[jobs.AnnHostPath])
-	c.clearClaimHealth(ctx, pv)
+	c.ops.ClearClaimHealth(ctx, pv)
 	return nil
 }
 
@@ -288,7 +288,7 @@ func (c *controller) adoptDisk(ctx context.Context, node *v1.Node, pv *v1.Persis
 		node.Name, cur, rec, pv.Annotations[jobs.AnnHostPath], diskOf(pv))
 	c.event(pv, v1.EventTypeNormal, "MachineChangedDiskKept", "%s", msg)
 	c.event(node, v1.EventTypeNormal, "MachineChangedDiskKept", "PV %s: %s", pv.Name, msg)
-	c.clearClaimHealth(ctx, pv)
+	c.ops.ClearClaimHealth(ctx, pv)
 	return nil
 }
 

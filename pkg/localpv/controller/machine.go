@@ -141,7 +141,7 @@ func (c *controller) handleReplacedPV(ctx context.Context, node *v1.Node, pv *v1
 	if unclaimed(pv) {
 		c.event(pv, v1.EventTypeWarning, "MachineReplaced", "Node %s runs on another machine (%s, the disk was on %s); deleting the unused PV",
 			node.Name, cur, rec)
-		return c.deletePV(ctx, pv, true, "machine_replaced")
+		return c.ops.Delete(ctx, pv, true, "machine_replaced")
 	}
 	return c.markReplaced(ctx, node, pv, rec, cur)
 }
@@ -155,7 +155,7 @@ func (c *controller) dropReplacedPV(ctx context.Context, pv *v1.PersistentVolume
 	if err := c.unwiped.Remember(ctx, pv, "machine replaced, another disk at the path"); err != nil {
 		return err
 	}
-	if err := c.removePVFinalizer(ctx, pv); err != nil {
+	if err := c.ops.RemoveFinalizer(ctx, pv); err != nil {
 		return err
 	}
 	if pv.DeletionTimestamp != nil {
@@ -163,7 +163,7 @@ func (c *controller) dropReplacedPV(ctx context.Context, pv *v1.PersistentVolume
 	}
 	c.event(pv, v1.EventTypeWarning, "MachineReplaced", "The PV's machine no longer runs under node %s and its path leads to another "+
 		"disk; deleting the released PV without a wipe", pv.Annotations[jobs.AnnNode])
-	return c.deletePV(ctx, pv, false, "machine_replaced")
+	return c.ops.Delete(ctx, pv, false, "machine_replaced")
 }
 
 // markReplaced marks a used PV of a replaced machine and warns on it, its
@@ -188,7 +188,7 @@ func (c *controller) markReplaced(ctx context.Context, node *v1.Node, pv *v1.Per
 			" and " + jobs.AnnSystemUUID + " annotations to the new machine's to accept its disk"
 	}
 	c.event(pv, v1.EventTypeWarning, "MachineReplaced", "%s", msg)
-	c.warnClaim(ctx, pv, "MachineReplaced", msg, v1.VolumeHealthDataLoss)
+	c.ops.WarnClaim(ctx, pv, "MachineReplaced", msg, v1.VolumeHealthDataLoss)
 	return nil
 }
 
@@ -203,7 +203,7 @@ func (c *controller) unmarkReplaced(ctx context.Context, pv *v1.PersistentVolume
 	}
 	c.queue.Add(blockedClaimsKey)
 	c.event(pv, v1.EventTypeNormal, "MachineMatched", "The PV's machine runs under node %s again; pods may use it", pv.Annotations[jobs.AnnNode])
-	c.clearClaimHealth(ctx, pv)
+	c.ops.ClearClaimHealth(ctx, pv)
 	return nil
 }
 

@@ -104,11 +104,11 @@ func (c *controller) dropMismatchedPV(ctx context.Context, pv *v1.PersistentVolu
 	if err := c.unwiped.Remember(ctx, pv, "cleanup found another "+m.what); err != nil {
 		return err
 	}
-	if err := c.removePVFinalizer(ctx, pv); err != nil {
+	if err := c.ops.RemoveFinalizer(ctx, pv); err != nil {
 		return err
 	}
 	if pv.DeletionTimestamp == nil {
-		if err := c.deletePV(ctx, pv, false, "identity_mismatch"); err != nil {
+		if err := c.ops.Delete(ctx, pv, false, "identity_mismatch"); err != nil {
 			return err
 		}
 	}

@@ -41,7 +41,7 @@ func (c *controller) syncNodeGonePV(ctx context.Context, pv *v1.PersistentVolume
 		c.event(pv, v1.EventTypeNormal, "NodeBack", "Node %s is back on the same machine; the released PV is wiped as usual", node.Name)
 		return true, nil
 	}
-	if err := c.removePVFinalizer(ctx, pv); err != nil {
+	if err := c.ops.RemoveFinalizer(ctx, pv); err != nil {
 		return true, err
 	}
 	if pv.DeletionTimestamp != nil {
@@ -49,5 +49,5 @@ func (c *controller) syncNodeGonePV(ctx context.Context, pv *v1.PersistentVolume
 	}
 	c.event(pv, v1.EventTypeWarning, "NodeDeleted", "Node %s was deleted at %s and did not come back; deleting the released PV without a wipe",
 		pv.Annotations[jobs.AnnNode], pv.Annotations[jobs.AnnNodeGone])
-	return true, c.deletePV(ctx, pv, false, metrics.ReasonNodeDeleted)
+	return true, c.ops.Delete(ctx, pv, false, metrics.ReasonNodeDeleted)
 }

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -199,7 +198,7 @@ func (c *controller) handleVanished(ctx context.Context, node *v1.Node, res *val
 		}
 		if unclaimed(pv) {
 			c.event(pv, v1.EventTypeNormal, "VolumeVanished", "Disk at %s is gone; deleting the unused PV", path)
-			if err := c.deletePV(ctx, pv, true, "vanished"); err != nil {
+			if err := c.ops.Delete(ctx, pv, true, "vanished"); err != nil {
 				errs = append(errs, err)
 			}
 			continue
@@ -229,7 +228,7 @@ func (c *controller) markMissing(ctx context.Context, pv *v1.PersistentVolume) e
 	msg := fmt.Sprintf("Disk at %s was not found on node %s; the PV is kept because it is %s",
 		pv.Annotations[jobs.AnnHostPath], pv.Annotations[jobs.AnnNode], pv.Status.Phase)
 	c.event(pv, v1.EventTypeWarning, "VolumeMissing", "%s", msg)
-	c.warnClaim(ctx, pv, "VolumeMissing", msg, v1.VolumeHealthInaccessible)
+	c.ops.WarnClaim(ctx, pv, "VolumeMissing", msg, v1.VolumeHealthInaccessible)
 	return nil
 }
 
@@ -245,40 +244,7 @@ func (c *controller) clearMissing(ctx context.Context, pv *v1.PersistentVolume) 
 	}
 	c.recountMissing(pv.Name, false)
 	c.event(pv, v1.EventTypeNormal, "VolumeFound", "Disk at %s is back", pv.Annotations[jobs.AnnHostPath])
-	c.clearClaimHealth(ctx, pv)
-	return nil
-}
-
-// deletePV deletes a PV. With exact, the delete fails if the PV changed since
-// it was read, so a PV that was just bound is never deleted as unused.
-func (c *controller) deletePV(ctx context.Context, pv *v1.PersistentVolume, exact bool, reason string) error {
-	pre := &metav1.Preconditions{UID: &pv.UID}
-	if exact {
-		pre.ResourceVersion = &pv.ResourceVersion
-	}
-	err := c.kube.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{Preconditions: pre})
-	switch {
-	case err == nil:
-		metrics.PVsDeleted.WithLabelValues(reason).Inc()
-	case apierrors.IsNotFound(err):
-	case apierrors.IsConflict(err):
-		return fmt.Errorf("PV %s changed, will look again: %w", pv.Name, err)
-	default:
-		return fmt.Errorf("failed to delete PV %s: %w", pv.Name, err)
-	}
-	return nil
-}
-
-// removePVFinalizer lets a PV go.
-func (c *controller) removePVFinalizer(ctx context.Context, pv *v1.PersistentVolume) error {
-	if !slices.Contains(pv.Finalizers, jobs.FinalizerPVProtection) {
-		return nil
-	}
-	cp := pv.DeepCopy()
-	cp.Finalizers = slices.DeleteFunc(cp.Finalizers, func(f string) bool { return f == jobs.FinalizerPVProtection })
-	if _, err := c.kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("failed to remove finalizer of PV %s: %w", pv.Name, err)
-	}
+	c.ops.ClearClaimHealth(ctx, pv)
 	return nil
 }
 
@@ -307,17 +273,17 @@ func (c *controller) handleNodeGone(ctx context.Context, name string) error {
 		case pv.DeletionTimestamp != nil:
 		case nodeGone(pv): // its claim is released; syncVolume drops it without a wipe
 		case unclaimed(pv):
-			errs = append(errs, c.deletePV(ctx, pv, true, "node_deleted"))
+			errs = append(errs, c.ops.Delete(ctx, pv, true, "node_deleted"))
 		case cleanable(pv):
 			if err := c.ensureCleanupJob(ctx, pv); err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			if err := c.removePVFinalizer(ctx, pv); err != nil {
+			if err := c.ops.RemoveFinalizer(ctx, pv); err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			errs = append(errs, c.deletePV(ctx, pv, false, "node_deleted"))
+			errs = append(errs, c.ops.Delete(ctx, pv, false, "node_deleted"))
 		}
 	}
 	return aggregate(errs)

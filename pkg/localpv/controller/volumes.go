@@ -108,7 +108,7 @@ func (c *controller) stillDirty(ctx context.Context, pv *v1.PersistentVolume) (b
 // syncUncleanablePV lets go of PVs that need no wipe and drops stale locks.
 func (c *controller) syncUncleanablePV(ctx context.Context, pv *v1.PersistentVolume, js []*batchv1.Job) error {
 	if pv.DeletionTimestamp != nil && (pv.Spec.ClaimRef == nil || pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete) {
-		if err := c.removePVFinalizer(ctx, pv); err != nil {
+		if err := c.ops.RemoveFinalizer(ctx, pv); err != nil {
 			return err
 		}
 	}
@@ -252,11 +252,11 @@ func (c *controller) ensureCleanupJob(ctx context.Context, pv *v1.PersistentVolu
 // discovery publishes the clean disk again.
 func (c *controller) finishCleanup(ctx context.Context, pv *v1.PersistentVolume, job *batchv1.Job, js []*batchv1.Job) error {
 	c.observeCleanup(job, "succeeded")
-	if err := c.removePVFinalizer(ctx, pv); err != nil {
+	if err := c.ops.RemoveFinalizer(ctx, pv); err != nil {
 		return err
 	}
 	if pv.DeletionTimestamp == nil {
-		if err := c.deletePV(ctx, pv, false, "cleaned"); err != nil {
+		if err := c.ops.Delete(ctx, pv, false, "cleaned"); err != nil {
 			return err
 		}
 	}
