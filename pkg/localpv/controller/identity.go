@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
 	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
@@ -136,7 +137,7 @@ func (c *controller) mayPublish(node *v1.Node, v validation.Volume, t *takenDisk
 	case v.Volume.Kind == report.KindBlock && len(t.unresolved) > 0:
 		c.skipDisk(node, v, "HeldPathUnresolved", fmt.Sprintf("discovery could not resolve the path of another local PV "+
 			"on the node (%s), so the disk may already be behind it; put that PV's path in a class directory or under "+
-			"/dev, or delete the PV", truncate(fmt.Sprint(t.unresolved), 256)))
+			"/dev, or delete the PV", pvops.Truncate(fmt.Sprint(t.unresolved), 256)))
 		return false
 	}
 	return true
@@ -226,7 +227,7 @@ func (c *controller) diskChanged(ctx context.Context, pv *v1.PersistentVolume, v
 	switch {
 	case pv.DeletionTimestamp != nil, cleanable(pv):
 		return nil
-	case unclaimed(pv):
+	case pvops.Unclaimed(pv):
 		c.event(pv, v1.EventTypeWarning, "DiskReplaced", "The path %s now leads to another disk (%s, the PV's was %s); deleting the unused PV",
 			path, v.Volume.ID, diskOf(pv))
 		return c.ops.Delete(ctx, pv, true, "disk_replaced")

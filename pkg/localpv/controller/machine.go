@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/blockedclaims"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
 )
@@ -112,7 +113,7 @@ func (c *controller) noteReplacement(node *v1.Node, cur machine, pvs []string) {
 	slices.Sort(pvs)
 	c.event(node, v1.EventTypeWarning, "MachineReplaced",
 		"Node now runs on another machine (%s) than the one its %d PVs were published for (%s): they are never published for this machine; unused ones are deleted, used ones are kept and marked %s",
-		cur, len(pvs), truncate(fmt.Sprint(pvs), 256), jobs.LabelMachineReplaced)
+		cur, len(pvs), pvops.Truncate(fmt.Sprint(pvs), 256), jobs.LabelMachineReplaced)
 }
 
 // recordMachine adopts a PV published before machines were recorded for
@@ -138,7 +139,7 @@ func (c *controller) recordMachine(ctx context.Context, pv *v1.PersistentVolume,
 // discovery report decides: the same disk at its path hands it to the new
 // machine, which wipes it; a provably different disk drops it without a wipe.
 func (c *controller) handleReplacedPV(ctx context.Context, node *v1.Node, pv *v1.PersistentVolume, rec, cur machine) error {
-	if unclaimed(pv) {
+	if pvops.Unclaimed(pv) {
 		c.event(pv, v1.EventTypeWarning, "MachineReplaced", "Node %s runs on another machine (%s, the disk was on %s); deleting the unused PV",
 			node.Name, cur, rec)
 		return c.ops.Delete(ctx, pv, true, "machine_replaced")

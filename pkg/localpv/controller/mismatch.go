@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
 )
@@ -52,7 +53,7 @@ func (c *controller) cleanupMismatch(job *batchv1.Job) (mismatch, bool) {
 				if what != jobs.CleanupMismatchMachine && what != jobs.CleanupMismatchDisk {
 					what = mismatchUnknown
 				}
-				return mismatch{what: what, detail: truncate(detail, 512)}, true
+				return mismatch{what: what, detail: pvops.Truncate(detail, 512)}, true
 			case t.ExitCode == jobs.CleanupIdentityMismatchCode:
 				return mismatch{what: mismatchUnknown, detail: "the Job exited with the identity-mismatch code and no message"}, true
 			}

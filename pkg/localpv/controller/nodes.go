@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
@@ -313,18 +314,11 @@ func (c *controller) podMessage(job *batchv1.Job) string {
 	for _, pod := range pods {
 		for _, s := range pod.Status.ContainerStatuses {
 			if t := s.State.Terminated; t != nil && t.ExitCode != 0 && t.Message != "" {
-				return truncate(t.Message, 512)
+				return pvops.Truncate(t.Message, 512)
 			}
 		}
 	}
 	return "no termination message"
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }
 
 func (c *controller) deleteJob(ctx context.Context, job *batchv1.Job) error {

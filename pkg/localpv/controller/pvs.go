@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
@@ -196,7 +197,7 @@ func (c *controller) handleVanished(ctx context.Context, node *v1.Node, res *val
 			recordedMachine(pv).differs(machineOf(node)) {
 			continue
 		}
-		if unclaimed(pv) {
+		if pvops.Unclaimed(pv) {
 			c.event(pv, v1.EventTypeNormal, "VolumeVanished", "Disk at %s is gone; deleting the unused PV", path)
 			if err := c.ops.Delete(ctx, pv, true, "vanished"); err != nil {
 				errs = append(errs, err)
@@ -208,10 +209,6 @@ func (c *controller) handleVanished(ctx context.Context, node *v1.Node, res *val
 		}
 	}
 	return aggregate(errs)
-}
-
-func unclaimed(pv *v1.PersistentVolume) bool {
-	return pv.Spec.ClaimRef == nil && (pv.Status.Phase == v1.VolumeAvailable || pv.Status.Phase == v1.VolumePending || pv.Status.Phase == "")
 }
 
 // markMissing annotates a used PV whose disk is gone, and warns once.
@@ -272,7 +269,7 @@ func (c *controller) handleNodeGone(ctx context.Context, name string) error {
 		switch {
 		case pv.DeletionTimestamp != nil:
 		case nodeGone(pv): // its claim is released; syncVolume drops it without a wipe
-		case unclaimed(pv):
+		case pvops.Unclaimed(pv):
 			errs = append(errs, c.ops.Delete(ctx, pv, true, "node_deleted"))
 		case cleanable(pv):
 			if err := c.ensureCleanupJob(ctx, pv); err != nil {

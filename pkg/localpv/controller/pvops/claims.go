@@ -21,11 +21,8 @@ func (o *ops) WarnClaim(ctx context.Context, pv *v1.PersistentVolume, reason, ms
 	}
 	o.recorder.Eventf(&v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: ref.Namespace, UID: ref.UID}},
 		v1.EventTypeWarning, reason, "PV %s: %s", pv.Name, msg)
-	if len(msg) > maxHealthMessage {
-		msg = msg[:maxHealthMessage] + "..."
-	}
 	health := &v1.VolumeHealthStatus{
-		HealthConditions:   []v1.VolumeHealthCondition{{Status: status, Reason: reason, Message: msg}},
+		HealthConditions:   []v1.VolumeHealthCondition{{Status: status, Reason: reason, Message: Truncate(msg, maxHealthMessage)}},
 		LastTransitionTime: metav1.NewTime(o.clock.Now()),
 	}
 	o.patchClaimHealth(ctx, ref, health)
