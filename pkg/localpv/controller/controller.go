@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -29,6 +30,7 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/blockedclaims"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/inventory"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
@@ -118,6 +120,7 @@ type controller struct {
 	policy     blockedclaims.Writer
 	inventory  inventory.Recorder
 	ops        pvops.Interface
+	machines   machine.Checker
 
 	queue workqueue.TypedRateLimitingInterface[string]
 
@@ -191,6 +194,9 @@ func newController(ctx context.Context, kube kubernetes.Interface, inf Informers
 		return nil, fmt.Errorf("failed to add Job indexers: %w", err)
 	}
 	c.policy = c.newPolicyWriter(inf)
+	c.machines = machine.New(machine.Config{PVs: nodePVs(c.pvsOnNode), PVClient: kube.CoreV1(), Ops: c.ops,
+		Recorder: recorder, Clock: opts.Clock, BlockPods: opts.ReplacedMachinePolicy == ReplacedMachineBlockPods,
+		MarksChanged: func() { c.queue.Add(blockedClaimsKey) }})
 	if err := c.addHandlers(klog.FromContext(ctx), inf); err != nil {
 		return nil, err
 	}
@@ -290,6 +296,11 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	}
 	return nil
 }
+
+// nodePVs finds the master's PVs of a node name for the machine checker.
+type nodePVs func(node string) ([]*v1.PersistentVolume, error)
+
+func (f nodePVs) OnNode(node string) ([]*v1.PersistentVolume, error) { return f(node) }
 
 // blockedClaimsKey asks the policy writer to write the blocked claims.
 const blockedClaimsKey = "claims/blocked"

@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodeplug/localpv-api/localpv/v1alpha1"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 )
 
@@ -73,7 +74,7 @@ func (c *controller) onNode(oldObj, obj interface{}) {
 		return
 	}
 	if old, ok := oldObj.(*v1.Node); ok {
-		if c.cfg.NodeMatches(old) == c.cfg.NodeMatches(node) && machineOf(old) == machineOf(node) &&
+		if c.cfg.NodeMatches(old) == c.cfg.NodeMatches(node) && machine.Of(old) == machine.Of(node) &&
 			old.Labels[v1.LabelHostname] == node.Labels[v1.LabelHostname] {
 			return
 		}

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
 	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
@@ -152,16 +153,16 @@ func (c *controller) skipDisk(node *v1.Node, v validation.Volume, reason, why st
 // path. It returns done when the path is settled (a PV is the volume's, or
 // the path must stay unpublished); otherwise the volume may get a new PV.
 func (c *controller) matchPath(ctx context.Context, node *v1.Node, v validation.Volume, pvs []*v1.PersistentVolume) (bool, error) {
-	cur := machineOf(node)
+	cur := machine.Of(node)
 	// This machine's PVs (or PVs whose machine is not recorded) first.
 	for _, pv := range pvs {
-		if recordedMachine(pv).differs(cur) {
+		if machine.Recorded(pv).Differs(cur) {
 			continue
 		}
 		return true, c.matchOwnPath(ctx, pv, v)
 	}
 	for _, pv := range pvs {
-		rec := recordedMachine(pv)
+		rec := machine.Recorded(pv)
 		switch {
 		case goingUnused(pv):
 		case identity.SameDisk(diskOf(pv), v.Volume.ID):
@@ -274,9 +275,9 @@ func (c *controller) unmarkDiskReplaced(ctx context.Context, pv *v1.PersistentVo
 // adoptDisk gives the PV of a replaced machine to the current machine when
 // its path proves to lead to the same disk: a re-imaged node, a regenerated
 // machine ID. No second PV is published for the disk.
-func (c *controller) adoptDisk(ctx context.Context, node *v1.Node, pv *v1.PersistentVolume, rec, cur machine) error {
+func (c *controller) adoptDisk(ctx context.Context, node *v1.Node, pv *v1.PersistentVolume, rec, cur machine.Identity) error {
 	cp := pv.DeepCopy()
-	setMachine(cp, cur)
+	machine.Set(cp, cur)
 	delete(cp.Annotations, jobs.AnnMachineReplaced)
 	delete(cp.Labels, jobs.LabelMachineReplaced)
 	if _, err := c.kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
@@ -291,16 +292,4 @@ func (c *controller) adoptDisk(ctx context.Context, node *v1.Node, pv *v1.Persis
 	c.event(node, v1.EventTypeNormal, "MachineChangedDiskKept", "PV %s: %s", pv.Name, msg)
 	c.ops.ClearClaimHealth(ctx, pv)
 	return nil
-}
-
-// setMachine writes a machine identity into a PV's annotations.
-func setMachine(pv *v1.PersistentVolume, m machine) {
-	delete(pv.Annotations, jobs.AnnMachineID)
-	delete(pv.Annotations, jobs.AnnSystemUUID)
-	if m.id != "" {
-		pv.Annotations[jobs.AnnMachineID] = m.id
-	}
-	if m.uuid != "" {
-		pv.Annotations[jobs.AnnSystemUUID] = m.uuid
-	}
 }

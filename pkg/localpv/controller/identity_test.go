@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/blockedclaims"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
 	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
@@ -106,7 +107,7 @@ func TestMachineChangeDecidedByDisk(t *testing.T) {
 			if pv != nil && pv.Annotations[jobs.AnnMachineID] != tc.wantOwner {
 				t.Errorf("old PV's machine = %q, want %q", pv.Annotations[jobs.AnnMachineID], tc.wantOwner)
 			}
-			if pv != nil && tc.wantOwner == "m2" && marked(pv) {
+			if pv != nil && tc.wantOwner == "m2" && machine.Marked(pv) {
 				t.Error("a PV handed to the new machine is still marked")
 			}
 			if _, blocked := f.blockedClaims()[blockedclaims.Key("default", "claim")]; blocked != tc.blocked {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
@@ -133,8 +134,8 @@ func (c *controller) dropMismatchedPV(ctx context.Context, pv *v1.PersistentVolu
 func (c *controller) machineMismatch(ctx context.Context, id string, pv *v1.PersistentVolume, job *batchv1.Job,
 	js []*batchv1.Job, m mismatch) error {
 	node, err := c.nodeLister.Get(pv.Annotations[jobs.AnnNode])
-	if err == nil && !recordedMachine(pv).differs(machineOf(node)) {
-		c.noteMismatch(pv, job, m, "the Node reports the PV's machine ("+machineOf(node).String()+
+	if err == nil && !machine.Recorded(pv).Differs(machine.Of(node)) {
+		c.noteMismatch(pv, job, m, "the Node reports the PV's machine ("+machine.Of(node).String()+
 			"), so the Job's /etc/machine-id is not the one the kubelet reads; the cleanup is retried")
 		return c.retryCleanup(ctx, id, pv, job, js)
 	}

@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
 )
@@ -32,7 +33,7 @@ func (c *controller) syncNodeGonePV(ctx context.Context, pv *v1.PersistentVolume
 	if !cleanable(pv) || !nodeGone(pv) || (latest != nil && latest.Annotations[jobs.AnnPVUID] == string(pv.UID)) {
 		return false, nil
 	}
-	if node, err := c.nodeLister.Get(pv.Annotations[jobs.AnnNode]); err == nil && !recordedMachine(pv).differs(machineOf(node)) {
+	if node, err := c.nodeLister.Get(pv.Annotations[jobs.AnnNode]); err == nil && !machine.Recorded(pv).Differs(machine.Of(node)) {
 		cp := pv.DeepCopy()
 		delete(cp.Annotations, jobs.AnnNodeGone)
 		if _, err := c.kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {

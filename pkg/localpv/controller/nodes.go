@@ -35,7 +35,7 @@ func (c *controller) syncNode(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if err := c.checkMachine(ctx, node); err != nil {
+	if err := c.machines.Check(ctx, node); err != nil {
 		return err
 	}
 	if !c.cfg.NodeMatches(node) {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
@@ -60,8 +61,8 @@ func (c *controller) publish(ctx context.Context, node *v1.Node, hostname string
 	if done, err := c.matchPath(ctx, node, v, taken.at[v.HostPath]); done || err != nil {
 		return err
 	}
-	cur := machineOf(node)
-	id := naming.MachineVolumeID(node.Name, v.HostPath, cur.id, cur.uuid)
+	cur := machine.Of(node)
+	id := naming.MachineVolumeID(node.Name, v.HostPath, cur.ID, cur.UUID)
 	if pv, err := c.managedPV(id); err != nil || pv != nil {
 		return err
 	}
@@ -143,11 +144,11 @@ func (c *controller) buildPV(node *v1.Node, hostname, id string, v validation.Vo
 		jobs.AnnHostPath: v.HostPath, jobs.AnnClass: v.Class, jobs.AnnKind: string(v.Volume.Kind),
 		jobs.AnnDiskID: string(v.Volume.ID),
 	}
-	if m := machineOf(node); m.id != "" {
-		anns[jobs.AnnMachineID] = m.id
+	if m := machine.Of(node); m.ID != "" {
+		anns[jobs.AnnMachineID] = m.ID
 	}
-	if m := machineOf(node); m.uuid != "" {
-		anns[jobs.AnnSystemUUID] = m.uuid
+	if m := machine.Of(node); m.UUID != "" {
+		anns[jobs.AnnSystemUUID] = m.UUID
 	}
 	return &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{
@@ -194,7 +195,7 @@ func (c *controller) handleVanished(ctx context.Context, node *v1.Node, res *val
 	for _, pv := range pvs {
 		path := pv.Annotations[jobs.AnnHostPath]
 		if present[path] || !res.Complete[pv.Annotations[jobs.AnnClass]] || pv.DeletionTimestamp != nil ||
-			recordedMachine(pv).differs(machineOf(node)) {
+			machine.Recorded(pv).Differs(machine.Of(node)) {
 			continue
 		}
 		if pvops.Unclaimed(pv) {

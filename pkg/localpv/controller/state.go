@@ -26,9 +26,6 @@ type nodeState struct {
 	// shards is the number of containers the node's discovery pods need,
 	// when a run asked for more than the configured number.
 	shards int
-	// replacedBy is the machine the node was last reported to run on
-	// instead of its PVs' machine.
-	replacedBy machine
 }
 
 // withNode runs f with the node's state, under the lock.
@@ -55,6 +52,7 @@ func (c *controller) forgetNode(name string) {
 	defer c.mu.Unlock()
 	delete(c.nodes, name)
 	c.inventory.Forget(name)
+	c.machines.Forget(name)
 }
 
 // firstSeen reports whether a finished Job's result is seen for the first

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
@@ -24,8 +25,8 @@ const UnwipedDisksConfigMap = unwiped.ConfigMapName
 // unwiped: it is not published; a cleanup Job, checked against the disk's
 // identity like any other, wipes it first, and the next report publishes it.
 func (c *controller) wipeReturnedDisk(ctx context.Context, node *v1.Node, v validation.Volume, key string, d unwiped.Disk) error {
-	cur := machineOf(node)
-	volID := naming.MachineVolumeID(node.Name, v.HostPath, cur.id, cur.uuid)
+	cur := machine.Of(node)
+	volID := naming.MachineVolumeID(node.Name, v.HostPath, cur.ID, cur.UUID)
 	if locked, err := c.pathLocked(node.Name, v.HostPath); err != nil || locked {
 		return err // its wipe runs, or failed and is retried
 	}
@@ -34,7 +35,7 @@ func (c *controller) wipeReturnedDisk(ctx context.Context, node *v1.Node, v vali
 		return err
 	}
 	t := jobs.CleanupTarget{PVName: d.PV, NodeName: node.Name, Class: v.Class, Kind: v.Volume.Kind, HostPath: v.HostPath,
-		Mount: v.Config, VolumeID: volID, MachineID: cur.id, SystemUUID: cur.uuid, DiskID: v.Volume.ID}
+		Mount: v.Config, VolumeID: volID, MachineID: cur.ID, SystemUUID: cur.UUID, DiskID: v.Volume.ID}
 	job := jobs.CleanupJob(c.opts.Jobs, c.cfg, t, nextAttempt(js))
 	job.Annotations[jobs.AnnUnwipedDisk] = key
 	if _, err := c.kube.BatchV1().Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {

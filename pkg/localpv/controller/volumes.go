@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
 	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
@@ -181,15 +182,15 @@ func (c *controller) cleanupTarget(pv *v1.PersistentVolume) (jobs.CleanupTarget,
 	if err != nil {
 		return jobs.CleanupTarget{}, err
 	}
-	m := recordedMachine(pv)
-	for _, v := range []string{m.id, m.uuid} {
+	m := machine.Recorded(pv)
+	for _, v := range []string{m.ID, m.UUID} {
 		if len(v) > 128 || strings.ContainsFunc(v, func(r rune) bool { return r <= ' ' || r > '~' }) {
 			return jobs.CleanupTarget{}, fmt.Errorf("the recorded machine identity %q is not printable ASCII of at most 128 bytes", v)
 		}
 	}
 	return jobs.CleanupTarget{PVName: pv.Name, PVUID: string(pv.UID), NodeName: pv.Annotations[jobs.AnnNode],
 		Class: class, Kind: kind, HostPath: path, Mount: mc, VolumeID: pv.Labels[jobs.LabelVolumeID],
-		MachineID: m.id, SystemUUID: m.uuid, DiskID: disk}, nil
+		MachineID: m.ID, SystemUUID: m.UUID, DiskID: disk}, nil
 }
 
 // recordedDisk returns the disk identity a PV recorded. A PV without one
