@@ -165,7 +165,7 @@ func (c *controller) onPod(obj interface{}) {
 	}
 	switch pod.Labels[jobs.LabelRole] {
 	case jobs.RoleDiscovery:
-		if succeeded(pod) || pod.Status.Phase == v1.PodFailed {
+		if jobs.PodSucceeded(pod) || pod.Status.Phase == v1.PodFailed {
 			if n := pod.Annotations[jobs.AnnNode]; n != "" {
 				c.queue.Add(nodeKey(n))
 			}

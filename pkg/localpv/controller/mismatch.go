@@ -41,7 +41,7 @@ func (c *controller) cleanupMismatch(job *batchv1.Job) (mismatch, bool) {
 		return mismatch{}, false
 	}
 	for _, pod := range pods {
-		if !ownedBy(pod, job) {
+		if !jobs.OwnedBy(pod, job) {
 			continue
 		}
 		for _, s := range pod.Status.ContainerStatuses {

@@ -119,7 +119,7 @@ func (c *controller) handleDiscoveryJob(ctx context.Context, node *v1.Node, job 
 		}
 		c.withNode(node.Name, func(st *nodeState) { st.processed = job.UID })
 	}
-	return c.deleteJob(ctx, job)
+	return jobs.Delete(ctx, c.kube.BatchV1(), job)
 }
 
 func (c *controller) processDiscovery(ctx context.Context, node *v1.Node, job *batchv1.Job) error {
@@ -204,7 +204,7 @@ func (c *controller) retryDiscovery(name string) {
 	c.withNode(name, func(st *nodeState) {
 		st.failures++
 		st.wantDiscovery = true
-		st.notBefore = now.Add(c.backoff(st.failures))
+		st.notBefore = now.Add(jobs.Backoff(c.opts.RetryBase, c.opts.RetryMax, st.failures))
 	})
 }
 
@@ -259,49 +259,16 @@ func (c *controller) discoveryOutput(job *batchv1.Job) (*v1.Pod, []string, error
 		return nil, nil, err
 	}
 	for _, pod := range pods {
-		if !succeeded(pod) || !ownedBy(pod, job) {
+		if !jobs.PodSucceeded(pod) || !jobs.OwnedBy(pod, job) {
 			continue
 		}
 		msgs := make([]string, 0, len(pod.Spec.Containers))
 		for _, ctr := range pod.Spec.Containers {
-			msgs = append(msgs, terminationMessage(pod, ctr.Name))
+			msgs = append(msgs, jobs.TerminationMessage(pod, ctr.Name))
 		}
 		return pod, msgs, nil
 	}
 	return nil, nil, errPodNotSynced
-}
-
-// succeeded reports whether a pod has succeeded, or will: see discoveryOutput.
-func succeeded(pod *v1.Pod) bool {
-	switch {
-	case pod.Status.Phase == v1.PodSucceeded:
-		return true
-	case pod.Status.Phase == v1.PodFailed || pod.Spec.RestartPolicy != v1.RestartPolicyNever:
-		return false
-	}
-	if len(pod.Status.ContainerStatuses) != len(pod.Spec.Containers) {
-		return false
-	}
-	for _, s := range pod.Status.ContainerStatuses {
-		if s.State.Terminated == nil || s.State.Terminated.ExitCode != 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func ownedBy(pod *v1.Pod, job *batchv1.Job) bool {
-	ref := metav1.GetControllerOf(pod)
-	return ref != nil && ref.UID == job.UID
-}
-
-func terminationMessage(pod *v1.Pod, container string) string {
-	for _, s := range pod.Status.ContainerStatuses {
-		if s.Name == container && s.State.Terminated != nil {
-			return s.State.Terminated.Message
-		}
-	}
-	return ""
 }
 
 // podMessage returns the first termination message of a Job's failed pods,
@@ -311,22 +278,5 @@ func (c *controller) podMessage(job *batchv1.Job) string {
 	if err != nil {
 		return ""
 	}
-	for _, pod := range pods {
-		for _, s := range pod.Status.ContainerStatuses {
-			if t := s.State.Terminated; t != nil && t.ExitCode != 0 && t.Message != "" {
-				return pvops.Truncate(t.Message, 512)
-			}
-		}
-	}
-	return "no termination message"
-}
-
-func (c *controller) deleteJob(ctx context.Context, job *batchv1.Job) error {
-	policy := metav1.DeletePropagationBackground
-	err := c.kube.BatchV1().Jobs(job.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{
-		Preconditions: &metav1.Preconditions{UID: &job.UID}, PropagationPolicy: &policy})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("failed to delete Job %s: %w", job.Name, err)
-	}
-	return nil
+	return pvops.Truncate(jobs.FailureMessage(pods), 512)
 }

@@ -73,12 +73,3 @@ func (c *controller) forgetJob(uid types.UID) {
 	delete(c.seenJobs, string(uid))
 	delete(c.seenJobs, string(mismatchKey(uid)))
 }
-
-// backoff returns the delay before retry number n (n >= 1).
-func (c *controller) backoff(n int) time.Duration {
-	d := c.opts.RetryBase
-	for i := 1; i < n && d < c.opts.RetryMax; i++ {
-		d *= 2
-	}
-	return min(d, c.opts.RetryMax)
-}

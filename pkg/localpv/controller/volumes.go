@@ -278,7 +278,7 @@ func (c *controller) retryCleanup(ctx context.Context, id string, obj runtime.Ob
 			failed.Name, c.podMessage(failed))
 	}
 	cond, _ := jobs.FinishTime(failed)
-	next := cond.LastTransitionTime.Add(c.backoff(jobs.Attempt(failed)))
+	next := cond.LastTransitionTime.Add(jobs.Backoff(c.opts.RetryBase, c.opts.RetryMax, jobs.Attempt(failed)))
 	if now := c.clock.Now(); now.Before(next) {
 		c.queue.AddAfter(volKey(id), next.Sub(now))
 		return nil
@@ -340,7 +340,7 @@ func (c *controller) releaseJobs(ctx context.Context, js []*batchv1.Job) error {
 			}
 		}
 		if j.DeletionTimestamp == nil {
-			errs = append(errs, c.deleteJob(ctx, j))
+			errs = append(errs, jobs.Delete(ctx, c.kube.BatchV1(), j))
 		}
 	}
 	return aggregate(errs)
