@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -29,6 +28,7 @@ import (
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/blockedclaims"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/discoveryjobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/inventory"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
@@ -106,7 +106,6 @@ type controller struct {
 	opts     Options
 	cfg      *config.Configuration
 	clock    clock.WithTicker
-	limiter  *rate.Limiter
 
 	nodeLister corelisters.NodeLister
 	pvLister   corelisters.PersistentVolumeLister
@@ -121,11 +120,11 @@ type controller struct {
 	inventory  inventory.Recorder
 	ops        pvops.Interface
 	machines   machine.Checker
+	discovery  discoveryjobs.Runner
 
 	queue workqueue.TypedRateLimitingInterface[string]
 
-	mu    sync.Mutex
-	nodes map[string]*nodeState
+	mu sync.Mutex
 	// seenJobs holds finished Jobs whose result was already counted in
 	// metrics and events.
 	seenJobs map[string]bool
@@ -176,15 +175,12 @@ func newController(ctx context.Context, kube kubernetes.Interface, inf Informers
 	}
 	c := &controller{
 		kube: kube, recorder: recorder, opts: opts, cfg: opts.Config, clock: opts.Clock,
-		limiter:    rate.NewLimiter(rate.Limit(opts.DiscoveryQPS), max(opts.DiscoveryBurst, 1)),
 		nodeLister: inf.Nodes.Lister(), pvLister: inf.PVs.Lister(), pvIndexer: inf.PVs.Informer().GetIndexer(),
 		scLister: inf.StorageClasses.Lister(), jobLister: inf.Jobs.Lister(), jobIndexer: inf.Jobs.Informer().GetIndexer(),
 		podLister: inf.Pods.Lister(), unwiped: unwiped.New(kube, opts.Jobs.Namespace, opts.Clock),
-		inventory: inventory.New(opts.Notifications, opts.Clock), ops: pvops.New(kube, recorder, opts.Clock),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, opts.RetryMax),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "local_volume_provisioner", Clock: opts.Clock}),
-		nodes:    map[string]*nodeState{},
 		seenJobs: map[string]bool{},
 	}
 	if err := inf.PVs.Informer().AddIndexers(pvIndexers); err != nil {
@@ -193,10 +189,7 @@ func newController(ctx context.Context, kube kubernetes.Interface, inf Informers
 	if err := inf.Jobs.Informer().AddIndexers(jobIndexers); err != nil {
 		return nil, fmt.Errorf("failed to add Job indexers: %w", err)
 	}
-	c.policy = c.newPolicyWriter(inf)
-	c.machines = machine.New(machine.Config{PVs: nodePVs(c.pvsOnNode), PVClient: kube.CoreV1(), Ops: c.ops,
-		Recorder: recorder, Clock: opts.Clock, BlockPods: opts.ReplacedMachinePolicy == ReplacedMachineBlockPods,
-		MarksChanged: func() { c.queue.Add(blockedClaimsKey) }})
+	c.wireRoles(inf)
 	if err := c.addHandlers(klog.FromContext(ctx), inf); err != nil {
 		return nil, err
 	}
@@ -216,17 +209,6 @@ func (c *controller) informerCaches(inf Informers) []informerCache {
 			c.opts.AdmissionPolicyName, inf.AdmissionPolicies.Informer()})
 	}
 	return caches
-}
-
-// newPolicyWriter returns the writer of the blocked claims; without an
-// informer on admission policies (ReplacedMachineWarn) it blocks nothing.
-func (c *controller) newPolicyWriter(inf Informers) blockedclaims.Writer {
-	cfg := blockedclaims.Config{PVs: c.pvLister, Owns: c.owns, Claims: c.kube.CoreV1(),
-		PolicyClient: c.kube.AdmissionregistrationV1(), PolicyName: c.opts.AdmissionPolicyName, Recorder: c.recorder}
-	if inf.AdmissionPolicies != nil {
-		cfg.Policies = inf.AdmissionPolicies.Lister()
-	}
-	return blockedclaims.New(cfg)
 }
 
 func (c *controller) Ready() error { return c.caches.ready() }
@@ -296,11 +278,6 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	}
 	return nil
 }
-
-// nodePVs finds the master's PVs of a node name for the machine checker.
-type nodePVs func(node string) ([]*v1.PersistentVolume, error)
-
-func (f nodePVs) OnNode(node string) ([]*v1.PersistentVolume, error) { return f(node) }
 
 // blockedClaimsKey asks the policy writer to write the blocked claims.
 const blockedClaimsKey = "claims/blocked"

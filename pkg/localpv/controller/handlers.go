@@ -188,15 +188,7 @@ func (c *controller) onNotification(obj interface{}) {
 	if err != nil || len(v1alpha1.Validate(s)) > 0 {
 		return
 	}
-	changed := false
-	c.withNode(s.Name, func(st *nodeState) {
-		if s.Generation == 0 || s.Generation != st.generation {
-			st.generation = s.Generation
-			st.wantDiscovery = true
-			changed = true
-		}
-	})
-	if changed {
+	if c.discovery.Notice(s.Name, s.Generation) {
 		c.queue.Add(nodeKey(s.Name))
 	}
 }

@@ -1,0 +1,42 @@
+package controller
+
+import (
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/blockedclaims"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/discoveryjobs"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/inventory"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
+)
+
+// wireRoles builds the master's role packages over its caches, clients and
+// queue. No role imports another (pvops is their shared executor): they ask
+// for work through the queue, or through what is handed to them here
+// (discovery hands accepted reports to the controller, which publishes
+// them).
+func (c *controller) wireRoles(inf Informers) {
+	opts := c.opts
+	c.ops = pvops.New(c.kube, c.recorder, opts.Clock)
+	c.inventory = inventory.New(opts.Notifications, opts.Clock)
+	policy := blockedclaims.Config{PVs: c.pvLister, Owns: c.owns, Claims: c.kube.CoreV1(),
+		PolicyClient: c.kube.AdmissionregistrationV1(), PolicyName: opts.AdmissionPolicyName, Recorder: c.recorder}
+	if inf.AdmissionPolicies != nil { // nil under ReplacedMachineWarn: nothing is blocked
+		policy.Policies = inf.AdmissionPolicies.Lister()
+	}
+	c.policy = blockedclaims.New(policy)
+	c.machines = machine.New(machine.Config{PVs: nodePVs(c.pvsOnNode), PVClient: c.kube.CoreV1(), Ops: c.ops,
+		Recorder: c.recorder, Clock: opts.Clock, BlockPods: opts.ReplacedMachinePolicy == ReplacedMachineBlockPods,
+		MarksChanged: func() { c.queue.Add(blockedClaimsKey) }})
+	c.discovery = discoveryjobs.New(discoveryjobs.Config{Provisioner: c.cfg, Params: opts.Jobs, Client: c.kube.BatchV1(),
+		Jobs: c.jobLister, Pods: c.podLister, Recorder: c.recorder, Clock: opts.Clock, QPS: opts.DiscoveryQPS,
+		Burst: opts.DiscoveryBurst, RetryBase: opts.RetryBase, RetryMax: opts.RetryMax, HeldPaths: c.heldPaths,
+		Requeue: func(node string, after time.Duration) { c.queue.AddAfter(nodeKey(node), after) }, Consumer: c})
+}
+
+// nodePVs finds the master's PVs of a node name for the machine checker.
+type nodePVs func(node string) ([]*v1.PersistentVolume, error)
+
+func (f nodePVs) OnNode(node string) ([]*v1.PersistentVolume, error) { return f(node) }
