@@ -28,6 +28,7 @@ import (
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/blockedclaims"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/cleanupjobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/discoveryjobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/inventory"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
@@ -121,13 +122,9 @@ type controller struct {
 	ops        pvops.Interface
 	machines   machine.Checker
 	discovery  discoveryjobs.Runner
+	cleanup    cleanupjobs.Runner
 
 	queue workqueue.TypedRateLimitingInterface[string]
-
-	mu sync.Mutex
-	// seenJobs holds finished Jobs whose result was already counted in
-	// metrics and events.
-	seenJobs map[string]bool
 }
 
 var _ Controller = &controller{}
@@ -181,7 +178,6 @@ func newController(ctx context.Context, kube kubernetes.Interface, inf Informers
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, opts.RetryMax),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "local_volume_provisioner", Clock: opts.Clock}),
-		seenJobs: map[string]bool{},
 	}
 	if err := inf.PVs.Informer().AddIndexers(pvIndexers); err != nil {
 		return nil, fmt.Errorf("failed to add PV indexers: %w", err)
@@ -272,7 +268,7 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	case "node":
 		return c.syncNode(ctx, name)
 	case "vol":
-		return c.syncVolume(ctx, name)
+		return c.cleanup.Sync(ctx, name)
 	case "claims":
 		return c.policy.Sync(ctx)
 	}

@@ -10,13 +10,14 @@
 //     record its inventory (package inventory), publish the volumes it
 //     reports, notice vanished disks, and handle deleted nodes;
 //   - "vol/<volume-id>": wipe a released volume with a cleanup Job and delete
-//     its PV afterwards;
+//     its PV afterwards (package cleanupjobs);
 //   - "claims/blocked": write the claims of marked PVs into the admission
 //     policy (package blockedclaims).
 //
-// The roles in subpackages are built and wired in roles.go; publishing and
-// cleanup are still methods of the controller. PV writes that several roles
-// need are in package pvops.
+// The roles in subpackages are built and wired in roles.go; publishing
+// (pvs.go, identity.go, disks.go, unwiped.go, replaced.go) is still methods
+// of the controller, which consumes the accepted discovery reports. PV
+// writes that several roles need are in package pvops.
 //
 // The safety rule is that no PV is created for a volume that has a cleanup
 // Job which has not succeeded. Cleanup Jobs carry a finalizer so that they

@@ -150,7 +150,7 @@ func (c *controller) onJobDelete(obj interface{}) {
 		obj = t.Obj
 	}
 	if j, ok := obj.(*batchv1.Job); ok {
-		c.forgetJob(j.UID)
+		c.cleanup.ForgetJob(j.UID)
 		c.onJob(j)
 	}
 }

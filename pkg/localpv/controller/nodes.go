@@ -3,14 +3,9 @@ package controller
 import (
 	"context"
 
-	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
-	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
 	"github.com/nodeplug/nodeplug/pkg/localpv/validation"
 )
@@ -53,33 +48,4 @@ func (c *controller) forgetNode(name string) {
 	c.discovery.Forget(name)
 	c.inventory.Forget(name)
 	c.machines.Forget(name)
-}
-
-// firstSeen reports whether a finished Job's result is seen for the first
-// time, and remembers it.
-func (c *controller) firstSeen(uid types.UID) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.seenJobs[string(uid)] {
-		return false
-	}
-	c.seenJobs[string(uid)] = true
-	return true
-}
-
-func (c *controller) forgetJob(uid types.UID) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.seenJobs, string(uid))
-	delete(c.seenJobs, string(mismatchKey(uid)))
-}
-
-// podMessage returns the first termination message of a Job's failed pods,
-// for Events.
-func (c *controller) podMessage(job *batchv1.Job) string {
-	pods, err := c.podLister.Pods(job.Namespace).List(labels.SelectorFromSet(labels.Set{batchv1.JobNameLabel: job.Name}))
-	if err != nil {
-		return ""
-	}
-	return pvops.Truncate(jobs.FailureMessage(pods), 512)
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/cleanupjobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
@@ -50,7 +52,7 @@ func (c *controller) reconcileNode(ctx context.Context, node *v1.Node, res *vali
 	if err := c.handleVanished(ctx, node, res, present); err != nil {
 		errs = append(errs, err)
 	}
-	return aggregate(errs)
+	return errors.Join(errs...)
 }
 
 // publish creates the PV of one accepted volume unless its path already has
@@ -209,7 +211,7 @@ func (c *controller) handleVanished(ctx context.Context, node *v1.Node, res *val
 			errs = append(errs, err)
 		}
 	}
-	return aggregate(errs)
+	return errors.Join(errs...)
 }
 
 // markMissing annotates a used PV whose disk is gone, and warns once.
@@ -269,11 +271,11 @@ func (c *controller) handleNodeGone(ctx context.Context, name string) error {
 	for _, pv := range pvs {
 		switch {
 		case pv.DeletionTimestamp != nil:
-		case nodeGone(pv): // its claim is released; syncVolume drops it without a wipe
+		case cleanupjobs.NodeGone(pv): // its claim is released; the cleanup drops it without a wipe
 		case pvops.Unclaimed(pv):
 			errs = append(errs, c.ops.Delete(ctx, pv, true, "node_deleted"))
-		case cleanable(pv):
-			if err := c.ensureCleanupJob(ctx, pv); err != nil {
+		case cleanupjobs.Cleanable(pv):
+			if err := c.cleanup.Ensure(ctx, pv); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -284,7 +286,7 @@ func (c *controller) handleNodeGone(ctx context.Context, name string) error {
 			errs = append(errs, c.ops.Delete(ctx, pv, false, "node_deleted"))
 		}
 	}
-	return aggregate(errs)
+	return errors.Join(errs...)
 }
 
 // recountMissing sets the missing-volume gauge from the PV cache, counting

@@ -6,7 +6,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/blockedclaims"
-	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 )
 
@@ -47,14 +46,4 @@ func (c *controller) dropReplacedPV(ctx context.Context, pv *v1.PersistentVolume
 	c.event(pv, v1.EventTypeWarning, "MachineReplaced", "The PV's machine no longer runs under node %s and its path leads to another "+
 		"disk; deleting the released PV without a wipe", pv.Annotations[jobs.AnnNode])
 	return c.ops.Delete(ctx, pv, false, "machine_replaced")
-}
-
-// replacedPV reports whether a PV's machine no longer runs under its node's
-// name, from its mark or from the node in the cache.
-func (c *controller) replacedPV(pv *v1.PersistentVolume) bool {
-	if machine.Marked(pv) {
-		return true
-	}
-	node, err := c.nodeLister.Get(pv.Annotations[jobs.AnnNode])
-	return err == nil && machine.Recorded(pv).Differs(machine.Of(node))
 }

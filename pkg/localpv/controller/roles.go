@@ -3,9 +3,11 @@ package controller
 import (
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/blockedclaims"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/cleanupjobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/discoveryjobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/inventory"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
@@ -34,9 +36,21 @@ func (c *controller) wireRoles(inf Informers) {
 		Jobs: c.jobLister, Pods: c.podLister, Recorder: c.recorder, Clock: opts.Clock, QPS: opts.DiscoveryQPS,
 		Burst: opts.DiscoveryBurst, RetryBase: opts.RetryBase, RetryMax: opts.RetryMax, HeldPaths: c.heldPaths,
 		Requeue: func(node string, after time.Duration) { c.queue.AddAfter(nodeKey(node), after) }, Consumer: c})
+	c.cleanup = cleanupjobs.New(cleanupjobs.Config{Provisioner: c.cfg, Params: opts.Jobs, Kube: c.kube,
+		Volumes: volumes{c}, Nodes: c.nodeLister, Pods: c.podLister, Ops: c.ops, Unwiped: c.unwiped,
+		Recorder: c.recorder, Clock: opts.Clock, RetryBase: opts.RetryBase, RetryMax: opts.RetryMax,
+		RequestDiscovery: c.requestDiscovery,
+		Requeue:          func(id string, after time.Duration) { c.queue.AddAfter(volKey(id), after) }})
 }
 
 // nodePVs finds the master's PVs of a node name for the machine checker.
 type nodePVs func(node string) ([]*v1.PersistentVolume, error)
 
 func (f nodePVs) OnNode(node string) ([]*v1.PersistentVolume, error) { return f(node) }
+
+// volumes finds a volume's PV and cleanup Jobs for the cleanup role.
+type volumes struct{ c *controller }
+
+func (v volumes) PV(id string) (*v1.PersistentVolume, error) { return v.c.managedPV(id) }
+
+func (v volumes) Jobs(id string) ([]*batchv1.Job, error) { return v.c.cleanupJobs(id) }

@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 
-	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/cleanupjobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
@@ -36,7 +36,7 @@ func (c *controller) wipeReturnedDisk(ctx context.Context, node *v1.Node, v vali
 	}
 	t := jobs.CleanupTarget{PVName: d.PV, NodeName: node.Name, Class: v.Class, Kind: v.Volume.Kind, HostPath: v.HostPath,
 		Mount: v.Config, VolumeID: volID, MachineID: cur.ID, SystemUUID: cur.UUID, DiskID: v.Volume.ID}
-	job := jobs.CleanupJob(c.opts.Jobs, c.cfg, t, nextAttempt(js))
+	job := jobs.CleanupJob(c.opts.Jobs, c.cfg, t, cleanupjobs.NextAttempt(js))
 	job.Annotations[jobs.AnnUnwipedDisk] = key
 	if _, err := c.kube.BatchV1().Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("failed to create the cleanup Job of returned disk %s: %w", v.HostPath, err)
@@ -47,13 +47,4 @@ func (c *controller) wipeReturnedDisk(ctx context.Context, node *v1.Node, v vali
 		v.Volume.ID, v.HostPath, d.PV, d.Reason, d.Node, d.Path, job.Name)
 	klog.FromContext(ctx).V(2).Info("Wiping a returned unwiped disk", "path", v.HostPath, "pv", d.PV, "job", klog.KObj(job))
 	return nil
-}
-
-// finishReturnedDisk forgets the unwiped disk a succeeded Job wiped.
-func (c *controller) finishReturnedDisk(ctx context.Context, job *batchv1.Job) error {
-	key := job.Annotations[jobs.AnnUnwipedDisk]
-	if key == "" {
-		return nil
-	}
-	return c.unwiped.Forget(ctx, key)
 }
