@@ -33,9 +33,8 @@ func TestStart(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, nil)
-			if tc.refuse != nil {
-				h.kube.PrependReactor("create", "jobs", func(core.Action) (bool, runtime.Object, error) { return true, nil, tc.refuse })
-			}
+			refuse := tc.refuse
+			h.kube.PrependReactor("create", "jobs", func(core.Action) (bool, runtime.Object, error) { return refuse != nil, nil, refuse })
 			if tc.request {
 				h.r.Request("a")
 			}
@@ -51,7 +50,7 @@ func TestStart(t *testing.T) {
 				t.Errorf("the Job does not resolve the node's held paths: %v", j.Spec.Template.Spec.Containers[0].Args)
 			}
 			if tc.wantAgain {
-				h.kube.ReactionChain = h.kube.ReactionChain[1:]
+				refuse = nil
 				if err := h.sync("a"); err != nil || h.job("a") == nil {
 					t.Errorf("the kept request did not start a Job: %v", err)
 				}
@@ -88,8 +87,8 @@ func TestNotice(t *testing.T) {
 		}
 	}
 	h.r.Skip("a")
-	if _ = h.sync("a"); h.job("a") != nil {
-		t.Error("a skipped node got a Job")
+	if err := h.sync("a"); err != nil || h.job("a") != nil {
+		t.Errorf("a skipped node got a Job (err %v)", err)
 	}
 }
 
