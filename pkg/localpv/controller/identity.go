@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/nodeplug/nodeplug/pkg/localpv/controller/cleanupjobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
 	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
@@ -169,7 +168,7 @@ func (c *controller) matchPath(ctx context.Context, node *v1.Node, v validation.
 		case identity.SameDisk(diskOf(pv), v.Volume.ID):
 			return true, c.adoptDisk(ctx, node, pv, rec, cur)
 		case identity.DifferentDisk(diskOf(pv), v.Volume.ID):
-			if cleanupjobs.Cleanable(pv) {
+			if pvops.Cleanable(pv) {
 				if err := c.dropReplacedPV(ctx, pv); err != nil {
 					return true, err
 				}
@@ -227,7 +226,7 @@ func (c *controller) recordDisk(ctx context.Context, pv *v1.PersistentVolume, id
 func (c *controller) diskChanged(ctx context.Context, pv *v1.PersistentVolume, v validation.Volume) error {
 	path := pv.Annotations[jobs.AnnHostPath]
 	switch {
-	case pv.DeletionTimestamp != nil, cleanupjobs.Cleanable(pv):
+	case pv.DeletionTimestamp != nil, pvops.Cleanable(pv):
 		return nil
 	case pvops.Unclaimed(pv):
 		c.event(pv, v1.EventTypeWarning, "DiskReplaced", "The path %s now leads to another disk (%s, the PV's was %s); deleting the unused PV",

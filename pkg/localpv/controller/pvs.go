@@ -274,7 +274,7 @@ func (c *controller) handleNodeGone(ctx context.Context, name string) error {
 		case cleanupjobs.NodeGone(pv): // its claim is released; the cleanup drops it without a wipe
 		case pvops.Unclaimed(pv):
 			errs = append(errs, c.ops.Delete(ctx, pv, true, "node_deleted"))
-		case cleanupjobs.Cleanable(pv):
+		case pvops.Cleanable(pv):
 			if err := c.cleanup.Ensure(ctx, pv); err != nil {
 				errs = append(errs, err)
 				continue

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/nodeplug/nodeplug/pkg/localpv/controller/cleanupjobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
@@ -36,7 +35,7 @@ func (c *controller) wipeReturnedDisk(ctx context.Context, node *v1.Node, v vali
 	}
 	t := jobs.CleanupTarget{PVName: d.PV, NodeName: node.Name, Class: v.Class, Kind: v.Volume.Kind, HostPath: v.HostPath,
 		Mount: v.Config, VolumeID: volID, MachineID: cur.ID, SystemUUID: cur.UUID, DiskID: v.Volume.ID}
-	job := jobs.CleanupJob(c.opts.Jobs, c.cfg, t, cleanupjobs.NextAttempt(js))
+	job := jobs.CleanupJob(c.opts.Jobs, c.cfg, t, jobs.NextAttempt(js))
 	job.Annotations[jobs.AnnUnwipedDisk] = key
 	if _, err := c.kube.BatchV1().Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("failed to create the cleanup Job of returned disk %s: %w", v.HostPath, err)

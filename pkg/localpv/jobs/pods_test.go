@@ -123,3 +123,24 @@ func TestDelete(t *testing.T) {
 		})
 	}
 }
+
+func TestNextAttempt(t *testing.T) {
+	job := func(attempt string) *batchv1.Job {
+		return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnAttempt: attempt}}}
+	}
+	tests := []struct {
+		name string
+		js   []*batchv1.Job
+		want int
+	}{
+		{name: "none", want: 1},
+		{name: "after the highest", js: []*batchv1.Job{job("3"), job("1")}, want: 4},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := NextAttempt(tc.js); got != tc.want {
+				t.Errorf("NextAttempt = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
 )
@@ -30,7 +31,7 @@ func NodeGone(pv *v1.PersistentVolume) bool {
 // cleanup Job of this very PV, which the mark should have prevented, is
 // left to finish.
 func (r *runner) syncNodeGonePV(ctx context.Context, pv *v1.PersistentVolume, latest *batchv1.Job) (bool, error) {
-	if !Cleanable(pv) || !NodeGone(pv) || (latest != nil && latest.Annotations[jobs.AnnPVUID] == string(pv.UID)) {
+	if !pvops.Cleanable(pv) || !NodeGone(pv) || (latest != nil && latest.Annotations[jobs.AnnPVUID] == string(pv.UID)) {
 		return false, nil
 	}
 	if node, err := r.Nodes.Get(pv.Annotations[jobs.AnnNode]); err == nil && !machine.Recorded(pv).Differs(machine.Of(node)) {

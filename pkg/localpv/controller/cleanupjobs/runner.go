@@ -10,14 +10,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 )
-
-// Cleanable reports whether a PV's disk must be wiped before reuse.
-func Cleanable(pv *v1.PersistentVolume) bool {
-	return pv.Spec.PersistentVolumeReclaimPolicy == v1.PersistentVolumeReclaimDelete &&
-		(pv.Status.Phase == v1.VolumeReleased || pv.Status.Phase == v1.VolumeFailed)
-}
 
 // Sync drives the cleanup of one volume. The state machine lives in
 // the PV's phase and the volume's cleanup Jobs, so it survives restarts.
@@ -40,13 +35,13 @@ func (r *runner) Sync(ctx context.Context, id string) error {
 	if handled, err := r.syncNodeGonePV(ctx, pv, latest); handled {
 		return err
 	}
-	if Cleanable(pv) && r.replacedPV(pv) && (latest == nil || latest.Annotations[jobs.AnnPVUID] != string(pv.UID)) {
+	if pvops.Cleanable(pv) && r.replacedPV(pv) && (latest == nil || latest.Annotations[jobs.AnnPVUID] != string(pv.UID)) {
 		// Never wipe under the new machine: a discovery report decides
 		// whether the disk stayed (the PV is handed over, then wiped) or
 		// left (the PV is dropped without a wipe).
 		return nil
 	}
-	if !Cleanable(pv) {
+	if !pvops.Cleanable(pv) {
 		return r.syncUncleanablePV(ctx, pv, js)
 	}
 	if latest == nil || latest.Annotations[jobs.AnnPVUID] != string(pv.UID) {
@@ -58,7 +53,7 @@ func (r *runner) Sync(ctx context.Context, id string) error {
 		if dirty, err := r.stillDirty(ctx, pv); err != nil || !dirty {
 			return err
 		}
-		if _, err := r.startCleanup(ctx, pv, NextAttempt(js)); err != nil {
+		if _, err := r.startCleanup(ctx, pv, jobs.NextAttempt(js)); err != nil {
 			return err
 		}
 		return r.releaseJobs(ctx, js)
@@ -92,7 +87,7 @@ func (r *runner) stillDirty(ctx context.Context, pv *v1.PersistentVolume) (bool,
 	if err != nil {
 		return false, fmt.Errorf("failed to get PV %s: %w", pv.Name, err)
 	}
-	return live.UID == pv.UID && Cleanable(live) &&
+	return live.UID == pv.UID && pvops.Cleanable(live) &&
 		(live.DeletionTimestamp == nil || slices.Contains(live.Finalizers, jobs.FinalizerPVProtection)), nil
 }
 
@@ -137,13 +132,4 @@ func (r *runner) syncOrphanCleanup(ctx context.Context, id string, latest *batch
 		return r.releaseMismatchedOrphan(ctx, latest, js, m)
 	}
 	return r.retryCleanup(ctx, id, latest, latest, js)
-}
-
-// NextAttempt is the attempt number of a volume's next cleanup Job.
-func NextAttempt(js []*batchv1.Job) int {
-	n := 0
-	for _, j := range js {
-		n = max(n, jobs.Attempt(j))
-	}
-	return n + 1
 }

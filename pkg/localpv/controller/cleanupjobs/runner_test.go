@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/nodeplug/nodeplug/pkg/localpv/controller/cleanupjobs"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
 )
@@ -214,7 +214,7 @@ func TestEnsure(t *testing.T) {
 	if err := h.r.Ensure(h.ctx, pv); err == nil || !strings.Contains(err.Error(), "cannot queue cleanup") {
 		t.Errorf("Ensure of a PV without identity = %v, want an error", err)
 	}
-	if !cleanupjobs.Cleanable(pv) {
+	if !pvops.Cleanable(pv) {
 		t.Error("a released Delete PV is not cleanable")
 	}
 }

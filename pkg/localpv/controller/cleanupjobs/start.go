@@ -111,7 +111,7 @@ func (r *runner) Ensure(ctx context.Context, pv *v1.PersistentVolume) error {
 		r.Recorder.Eventf(pv, v1.EventTypeWarning, "CleanupRefused", "Volume is not wiped: %v; the PV stays %s", err, pv.Status.Phase)
 		return fmt.Errorf("cannot queue cleanup of PV %s: %w", pv.Name, err)
 	}
-	_, err = r.startCleanup(ctx, pv, NextAttempt(js))
+	_, err = r.startCleanup(ctx, pv, jobs.NextAttempt(js))
 	return err
 }
 
@@ -152,7 +152,7 @@ func (r *runner) retryCleanup(ctx context.Context, id string, obj runtime.Object
 	if failed.Annotations[jobs.AnnDiskID] == "" {
 		return r.retryUnidentified(ctx, obj, failed, js)
 	}
-	retry := jobs.RetryJob(failed, NextAttempt(js))
+	retry := jobs.RetryJob(failed, jobs.NextAttempt(js))
 	if _, err := r.Kube.BatchV1().Jobs(retry.Namespace).Create(ctx, retry, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("failed to create cleanup Job %s: %w", retry.Name, err)
 	}
@@ -174,7 +174,7 @@ func (r *runner) retryUnidentified(ctx context.Context, obj runtime.Object, fail
 		}
 		return nil
 	}
-	created, err := r.startCleanup(ctx, pv, NextAttempt(js))
+	created, err := r.startCleanup(ctx, pv, jobs.NextAttempt(js))
 	if err != nil || !created {
 		return err
 	}

@@ -3,6 +3,6 @@
 // pvs_deleted_total), letting it go by removing the cleanup-protection
 // finalizer, and warning on a PV's claim (an Event, and the claim's
 // status.healthStatus where the apiserver serves it). Package pvopstest
-// has a Fake that records the calls. Truncate and Unclaimed are the text
-// bound and the PV state these writes go with.
+// has a Fake that records the calls. Truncate, Unclaimed and Cleanable are
+// the text bound and the PV states these writes go with.
 package pvops

@@ -17,3 +17,10 @@ func Truncate(s string, n int) string {
 func Unclaimed(pv *v1.PersistentVolume) bool {
 	return pv.Spec.ClaimRef == nil && (pv.Status.Phase == v1.VolumeAvailable || pv.Status.Phase == v1.VolumePending || pv.Status.Phase == "")
 }
+
+// Cleanable reports whether a PV's disk must be wiped before reuse: it is
+// Released or Failed under the Delete reclaim policy.
+func Cleanable(pv *v1.PersistentVolume) bool {
+	return pv.Spec.PersistentVolumeReclaimPolicy == v1.PersistentVolumeReclaimDelete &&
+		(pv.Status.Phase == v1.VolumeReleased || pv.Status.Phase == v1.VolumeFailed)
+}

@@ -51,3 +51,26 @@ func TestUnclaimed(t *testing.T) {
 		})
 	}
 }
+
+func TestCleanable(t *testing.T) {
+	tests := []struct {
+		name   string
+		policy v1.PersistentVolumeReclaimPolicy
+		phase  v1.PersistentVolumePhase
+		want   bool
+	}{
+		{name: "released Delete", policy: v1.PersistentVolumeReclaimDelete, phase: v1.VolumeReleased, want: true},
+		{name: "failed Delete", policy: v1.PersistentVolumeReclaimDelete, phase: v1.VolumeFailed, want: true},
+		{name: "bound Delete", policy: v1.PersistentVolumeReclaimDelete, phase: v1.VolumeBound},
+		{name: "released Retain", policy: v1.PersistentVolumeReclaimRetain, phase: v1.VolumeReleased},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pv := &v1.PersistentVolume{Spec: v1.PersistentVolumeSpec{PersistentVolumeReclaimPolicy: tc.policy},
+				Status: v1.PersistentVolumeStatus{Phase: tc.phase}}
+			if got := pvops.Cleanable(pv); got != tc.want {
+				t.Errorf("Cleanable = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}
