@@ -12,8 +12,8 @@
 //   - wipe: the cleaner programs the image installs at upstream's /scripts/*.sh paths (shred.sh, dd_zero.sh, blkdiscard.sh, quick_reset.sh, fsclean.sh)
 //   - jobs: the Job specs the master creates, and the labels, annotations and finalizers it sets
 //   - controller: the master, the only component that writes PersistentVolumes; its roles are
-//     subpackages (discoveryjobs, cleanupjobs, machine, blockedclaims, inventory, and pvops, their
-//     shared PV writes)
+//     subpackages (discoveryjobs, publishing, cleanupjobs, machine, blockedclaims, inventory, and
+//     pvops, their shared PV writes)
 //   - watcher: the per-node DaemonSet that writes the node's NodeDiskState when its directories change
 //   - metrics: the Prometheus metrics of the master and the watcher (nodeplug_local_volume_provisioner_*)
 //   - testutil: test helpers that create real tmpfs mounts and loop devices

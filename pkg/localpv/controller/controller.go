@@ -32,6 +32,7 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/discoveryjobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/inventory"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/publishing"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
@@ -123,6 +124,7 @@ type controller struct {
 	machines   machine.Checker
 	discovery  discoveryjobs.Runner
 	cleanup    cleanupjobs.Runner
+	publisher  publishing.Publisher
 
 	queue workqueue.TypedRateLimitingInterface[string]
 }
@@ -219,7 +221,7 @@ func (c *controller) Run(ctx context.Context, workers int) {
 		return
 	}
 	c.enqueueKnownNodes()
-	c.recountMissing("", false)
+	c.publisher.RecountMissing()
 	c.queue.Add(blockedClaimsKey)
 	var wg sync.WaitGroup
 	for range max(workers, 1) {

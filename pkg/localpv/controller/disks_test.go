@@ -10,6 +10,7 @@ import (
 	"github.com/nodeplug/localpv-api/localpv/v1alpha1"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/publishing"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
@@ -59,8 +60,8 @@ func TestSelectedDiskBecomesPVWithLabels(t *testing.T) {
 	if pv.Spec.Local.Path != "/dev/disk/by-id/wwn-0x1" || *pv.Spec.VolumeMode != v1.PersistentVolumeBlock {
 		t.Errorf("bad source: %+v", pv.Spec.Local)
 	}
-	want := map[string]string{LabelDiskRotational: "false", LabelDiskModel: "Samsung_SSD_860", LabelDiskVendor: "ATA",
-		LabelDiskSerial: "S1", LabelDiskWWN: "naa.5002538e40a1b2c3", "team": "storage", jobs.LabelManagedBy: jobs.ManagedByValue}
+	want := map[string]string{publishing.LabelDiskRotational: "false", publishing.LabelDiskModel: "Samsung_SSD_860", publishing.LabelDiskVendor: "ATA",
+		publishing.LabelDiskSerial: "S1", publishing.LabelDiskWWN: "naa.5002538e40a1b2c3", "team": "storage", jobs.LabelManagedBy: jobs.ManagedByValue}
 	for k, v := range want {
 		if pv.Labels[k] != v {
 			t.Errorf("label %s = %q, want %q", k, pv.Labels[k], v)
@@ -163,24 +164,5 @@ func TestInventoryIsRecordedInStatus(t *testing.T) {
 	f.discover("a", r)
 	if patches() != n {
 		t.Error("an unchanged inventory was written again")
-	}
-}
-
-func TestDiskLabelValues(t *testing.T) {
-	tests := []struct {
-		name, in, want string
-	}{
-		{name: "plain", in: "ST4000NM0035-1V4", want: "ST4000NM0035-1V4"},
-		{name: "spaces", in: "Samsung SSD 970 EVO Plus 1TB", want: "Samsung_SSD_970_EVO_Plus_1TB"},
-		{name: "leading symbols", in: "  -WD-WCC4M1234567", want: "WD-WCC4M1234567"},
-		{name: "too long", in: strings.Repeat("a", 70), want: strings.Repeat("a", 63)},
-		{name: "nothing left", in: " / ", want: ""},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := labelValue(tc.in); got != tc.want {
-				t.Errorf("got %q, want %q", got, tc.want)
-			}
-		})
 	}
 }

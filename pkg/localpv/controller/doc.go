@@ -8,16 +8,17 @@
 //   - "node/<name>": check the machine of the node's PVs (package machine),
 //     run and consume the node's discovery Job (package discoveryjobs),
 //     record its inventory (package inventory), publish the volumes it
-//     reports, notice vanished disks, and handle deleted nodes;
+//     reports and notice vanished disks (package publishing), and handle
+//     deleted nodes;
 //   - "vol/<volume-id>": wipe a released volume with a cleanup Job and delete
 //     its PV afterwards (package cleanupjobs);
 //   - "claims/blocked": write the claims of marked PVs into the admission
 //     policy (package blockedclaims).
 //
-// The roles in subpackages are built and wired in roles.go; publishing
-// (pvs.go, identity.go, disks.go, unwiped.go, replaced.go) is still methods
-// of the controller, which consumes the accepted discovery reports. PV
-// writes that several roles need are in package pvops.
+// The roles are subpackages, built and wired in roles.go; the controller is
+// the loop: its handlers turn watch events into keys, its indexes answer
+// what the caches hold (the actual state), and each key is reconciled by
+// its role. PV writes that several roles need are in package pvops.
 //
 // The safety rule is that no PV is created for a volume that has a cleanup
 // Job which has not succeeded. Cleanup Jobs carry a finalizer so that they

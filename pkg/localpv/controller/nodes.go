@@ -2,10 +2,14 @@ package controller
 
 import (
 	"context"
+	"errors"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/cleanupjobs"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
 	"github.com/nodeplug/nodeplug/pkg/localpv/validation"
 )
@@ -34,7 +38,7 @@ func (c *controller) syncNode(ctx context.Context, name string) error {
 // publishes its volumes.
 func (c *controller) Consume(ctx context.Context, node *v1.Node, res *validation.Result, r *report.Report) error {
 	c.inventory.Record(ctx, node.Name, r)
-	return c.reconcileNode(ctx, node, res, r.Held)
+	return c.publisher.Publish(ctx, node, res, r.Held)
 }
 
 // requestDiscovery asks for a discovery run on a node.
@@ -48,4 +52,45 @@ func (c *controller) forgetNode(name string) {
 	c.discovery.Forget(name)
 	c.inventory.Forget(name)
 	c.machines.Forget(name)
+}
+
+// handleNodeGone deletes the unbound PVs of a deleted node when configured.
+// A released PV keeps a cleanup Job as its lock: it waits, unscheduled, for
+// the node to come back, and wipes the disk before it is published again.
+func (c *controller) handleNodeGone(ctx context.Context, name string) error {
+	c.forgetNode(name)
+	// The cache may lag a re-registration; ask the apiserver.
+	if _, err := c.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		return err
+	}
+	if err := c.inventory.Delete(ctx, name); err != nil {
+		return err
+	}
+	if !c.cfg.DeleteUnboundPVsOfDeletedNodes {
+		return nil
+	}
+	pvs, err := c.pvsOnNode(name)
+	if err != nil || len(pvs) == 0 {
+		return err
+	}
+	var errs []error
+	for _, pv := range pvs {
+		switch {
+		case pv.DeletionTimestamp != nil:
+		case cleanupjobs.NodeGone(pv): // its claim is released; the cleanup drops it without a wipe
+		case pvops.Unclaimed(pv):
+			errs = append(errs, c.ops.Delete(ctx, pv, true, "node_deleted"))
+		case pvops.Cleanable(pv):
+			if err := c.cleanup.Ensure(ctx, pv); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if err := c.ops.RemoveFinalizer(ctx, pv); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			errs = append(errs, c.ops.Delete(ctx, pv, false, "node_deleted"))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -11,14 +11,15 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/discoveryjobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/inventory"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/publishing"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
 )
 
 // wireRoles builds the master's role packages over its caches, clients and
-// queue. No role imports another (pvops is their shared executor): they ask
-// for work through the queue, or through what is handed to them here
-// (discovery hands accepted reports to the controller, which publishes
-// them).
+// queue. Roles share only the pvops executor and the machine.Identity
+// value: they ask for work through the queue, or through what is handed to
+// them here (discovery hands accepted reports to the controller, which
+// records their inventory and publishes them).
 func (c *controller) wireRoles(inf Informers) {
 	opts := c.opts
 	c.ops = pvops.New(c.kube, c.recorder, opts.Clock)
@@ -41,6 +42,10 @@ func (c *controller) wireRoles(inf Informers) {
 		Recorder: c.recorder, Clock: opts.Clock, RetryBase: opts.RetryBase, RetryMax: opts.RetryMax,
 		RequestDiscovery: c.requestDiscovery,
 		Requeue:          func(id string, after time.Duration) { c.queue.AddAfter(volKey(id), after) }})
+	c.publisher = publishing.New(publishing.Config{Provisioner: c.cfg, Params: opts.Jobs,
+		ProvisionerName: opts.ProvisionerName, OwnerName: c.ownerName(), Kube: c.kube, State: state{c},
+		PVs: c.pvLister, Classes: c.scLister, Ops: c.ops, Unwiped: c.unwiped, Recorder: c.recorder, Clock: opts.Clock,
+		MarksChanged: func() { c.queue.Add(blockedClaimsKey) }, VolumeChanged: func(id string) { c.queue.Add(volKey(id)) }})
 }
 
 // nodePVs finds the master's PVs of a node name for the machine checker.
@@ -54,3 +59,22 @@ type volumes struct{ c *controller }
 func (v volumes) PV(id string) (*v1.PersistentVolume, error) { return v.c.managedPV(id) }
 
 func (v volumes) Jobs(id string) ([]*batchv1.Job, error) { return v.c.cleanupJobs(id) }
+
+// state is what the caches say, for publishing.
+type state struct{ c *controller }
+
+func (s state) PVsOnNode(node string) ([]*v1.PersistentVolume, error) { return s.c.pvsOnNode(node) }
+
+func (s state) PVsAt(node, path string) ([]*v1.PersistentVolume, error) { return s.c.pvsAt(node, path) }
+
+func (s state) ManagedPV(id string) (*v1.PersistentVolume, error) { return s.c.managedPV(id) }
+
+func (s state) PathTaken(node, hostname, path string) (bool, error) {
+	return s.c.pathTaken(node, hostname, path)
+}
+
+func (s state) PathLocked(node, path string) (bool, error) { return s.c.pathLocked(node, path) }
+
+func (s state) CleanupLocked(id string) (bool, error) { return s.c.cleanupLocked(id) }
+
+func (s state) CleanupJobs(id string) ([]*batchv1.Job, error) { return s.c.cleanupJobs(id) }

@@ -1,4 +1,4 @@
-package controller
+package publishing
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
-	"github.com/nodeplug/nodeplug/pkg/localpv/controller/cleanupjobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
@@ -23,16 +22,16 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/validation"
 )
 
-// reconcileNode publishes the accepted volumes of a report and handles the
+// Publish publishes the accepted volumes of a report and handles the
 // node's PVs whose volumes were not reported. held is what the paths of the
 // node's other local PVs lead to.
-func (c *controller) reconcileNode(ctx context.Context, node *v1.Node, res *validation.Result, held []report.Held) error {
+func (p *publisher) Publish(ctx context.Context, node *v1.Node, res *validation.Result, held []report.Held) error {
 	hostname := node.Labels[v1.LabelHostname]
 	if hostname == "" {
-		c.event(node, v1.EventTypeWarning, "MissingHostnameLabel", "Node has no %s label; no PV can be published", v1.LabelHostname)
+		p.Recorder.Eventf(node, v1.EventTypeWarning, "MissingHostnameLabel", "Node has no %s label; no PV can be published", v1.LabelHostname)
 		return nil
 	}
-	taken, err := c.takenOn(ctx, node, res, held)
+	taken, err := p.takenOn(ctx, node, res, held)
 	if err != nil {
 		return err
 	}
@@ -40,16 +39,16 @@ func (c *controller) reconcileNode(ctx context.Context, node *v1.Node, res *vali
 	var errs []error
 	for _, v := range res.Accepted {
 		present[v.HostPath] = true
-		if err := c.publish(ctx, node, hostname, v, taken); err != nil {
+		if err := p.publish(ctx, node, hostname, v, taken); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	for _, r := range res.Rejected {
-		if mc, ok := c.cfg.StorageClassMap[r.Class]; ok {
+		if mc, ok := p.Provisioner.StorageClassMap[r.Class]; ok {
 			present[mc.HostDir+"/"+r.Name] = true // reported, if oddly: not vanished
 		}
 	}
-	if err := c.handleVanished(ctx, node, res, present); err != nil {
+	if err := p.handleVanished(ctx, node, res, present); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -58,48 +57,48 @@ func (c *controller) reconcileNode(ctx context.Context, node *v1.Node, res *vali
 // publish creates the PV of one accepted volume unless its path already has
 // the volume's PV, its disk is behind another PV, or its cleanup has not
 // succeeded. A disk is matched by what it is (its identity), not by its path.
-func (c *controller) publish(ctx context.Context, node *v1.Node, hostname string, v validation.Volume, taken *takenDisks) error {
+func (p *publisher) publish(ctx context.Context, node *v1.Node, hostname string, v validation.Volume, taken *takenDisks) error {
 	logger := klog.FromContext(ctx)
-	if done, err := c.matchPath(ctx, node, v, taken.at[v.HostPath]); done || err != nil {
+	if done, err := p.matchPath(ctx, node, v, taken.at[v.HostPath]); done || err != nil {
 		return err
 	}
 	cur := machine.Of(node)
 	id := naming.MachineVolumeID(node.Name, v.HostPath, cur.ID, cur.UUID)
-	if pv, err := c.managedPV(id); err != nil || pv != nil {
+	if pv, err := p.State.ManagedPV(id); err != nil || pv != nil {
 		return err
 	}
-	if taken, err := c.pathTaken(node.Name, hostname, v.HostPath); err != nil || taken {
+	if taken, err := p.State.PathTaken(node.Name, hostname, v.HostPath); err != nil || taken {
 		return err
 	}
 	if key, d, ok := taken.unwipedFor(node.Name, v.Volume.ID); ok {
-		return c.wipeReturnedDisk(ctx, node, v, key, d)
+		return p.wipeReturnedDisk(ctx, node, v, key, d)
 	}
-	if c.diskUnusable(node, v) || !c.mayPublish(node, v, taken) {
+	if p.diskUnusable(node, v) || !p.mayPublish(node, v, taken) {
 		return nil
 	}
-	if locked, err := c.pathLocked(node.Name, v.HostPath); err != nil || locked {
+	if locked, err := p.State.PathLocked(node.Name, v.HostPath); err != nil || locked {
 		if locked {
 			logger.V(2).Info("Volume has an unfinished cleanup, not publishing it", "path", v.HostPath)
 		}
 		return err
 	}
-	sc, err := c.scLister.Get(v.Class)
+	sc, err := p.Classes.Get(v.Class)
 	if apierrors.IsNotFound(err) {
-		c.event(node, v1.EventTypeWarning, "StorageClassNotFound", "StorageClass %s does not exist; volume %s is not published", v.Class, v.HostPath)
+		p.Recorder.Eventf(node, v1.EventTypeWarning, "StorageClassNotFound", "StorageClass %s does not exist; volume %s is not published", v.Class, v.HostPath)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
 	if sc.ReclaimPolicy != nil && *sc.ReclaimPolicy == v1.PersistentVolumeReclaimRecycle {
-		c.event(node, v1.EventTypeWarning, "UnsupportedReclaimPolicy", "StorageClass %s uses Recycle; use Delete or Retain", v.Class)
+		p.Recorder.Eventf(node, v1.EventTypeWarning, "UnsupportedReclaimPolicy", "StorageClass %s uses Recycle; use Delete or Retain", v.Class)
 		return nil
 	}
-	if mine, err := c.claimClass(ctx, sc); err != nil || !mine {
+	if mine, err := p.claimClass(ctx, sc); err != nil || !mine {
 		return err
 	}
-	pv := c.buildPV(node, hostname, id, v, sc.ReclaimPolicy, sc.MountOptions)
-	if _, err := c.kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+	pv := p.buildPV(node, hostname, id, v, sc.ReclaimPolicy, sc.MountOptions)
+	if _, err := p.Kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil
 		}
@@ -111,7 +110,7 @@ func (c *controller) publish(ctx context.Context, node *v1.Node, hostname string
 	return nil
 }
 
-func (c *controller) buildPV(node *v1.Node, hostname, id string, v validation.Volume, reclaim *v1.PersistentVolumeReclaimPolicy,
+func (p *publisher) buildPV(node *v1.Node, hostname, id string, v validation.Volume, reclaim *v1.PersistentVolumeReclaimPolicy,
 	mountOptions []string) *v1.PersistentVolume {
 	policy := v1.PersistentVolumeReclaimDelete
 	if reclaim != nil {
@@ -127,10 +126,10 @@ func (c *controller) buildPV(node *v1.Node, hostname, id string, v validation.Vo
 	terms := append([]v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{{
 		Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{hostname}}}}}, v.Config.Selector...)
 	lbls := map[string]string{}
-	for k, val := range c.cfg.LabelsForPV {
+	for k, val := range p.Provisioner.LabelsForPV {
 		lbls[k] = val
 	}
-	for _, k := range c.cfg.NodeLabelsForPV {
+	for _, k := range p.Provisioner.NodeLabelsForPV {
 		if val, ok := node.Labels[k]; ok {
 			lbls[k] = val
 		}
@@ -142,7 +141,7 @@ func (c *controller) buildPV(node *v1.Node, hostname, id string, v validation.Vo
 	lbls[jobs.LabelNodeID] = naming.NodeID(node.Name)
 	lbls[jobs.LabelVolumeID] = id
 	anns := map[string]string{
-		jobs.AnnProvisionedBy: c.opts.ProvisionerName, jobs.AnnNode: node.Name,
+		jobs.AnnProvisionedBy: p.ProvisionerName, jobs.AnnNode: node.Name,
 		jobs.AnnHostPath: v.HostPath, jobs.AnnClass: v.Class, jobs.AnnKind: string(v.Volume.Kind),
 		jobs.AnnDiskID: string(v.Volume.ID),
 	}
@@ -188,8 +187,8 @@ func RoundCapacity(b int64) int64 {
 // handleVanished deletes the Available PVs of a node whose volumes the
 // report no longer lists, and marks the others. Only classes read without
 // error count: an unreadable directory proves nothing.
-func (c *controller) handleVanished(ctx context.Context, node *v1.Node, res *validation.Result, present map[string]bool) error {
-	pvs, err := c.pvsOnNode(node.Name)
+func (p *publisher) handleVanished(ctx context.Context, node *v1.Node, res *validation.Result, present map[string]bool) error {
+	pvs, err := p.State.PVsOnNode(node.Name)
 	if err != nil {
 		return err
 	}
@@ -201,13 +200,13 @@ func (c *controller) handleVanished(ctx context.Context, node *v1.Node, res *val
 			continue
 		}
 		if pvops.Unclaimed(pv) {
-			c.event(pv, v1.EventTypeNormal, "VolumeVanished", "Disk at %s is gone; deleting the unused PV", path)
-			if err := c.ops.Delete(ctx, pv, true, "vanished"); err != nil {
+			p.Recorder.Eventf(pv, v1.EventTypeNormal, "VolumeVanished", "Disk at %s is gone; deleting the unused PV", path)
+			if err := p.Ops.Delete(ctx, pv, true, "vanished"); err != nil {
 				errs = append(errs, err)
 			}
 			continue
 		}
-		if err := c.markMissing(ctx, pv); err != nil {
+		if err := p.markMissing(ctx, pv); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -215,84 +214,43 @@ func (c *controller) handleVanished(ctx context.Context, node *v1.Node, res *val
 }
 
 // markMissing annotates a used PV whose disk is gone, and warns once.
-func (c *controller) markMissing(ctx context.Context, pv *v1.PersistentVolume) error {
+func (p *publisher) markMissing(ctx context.Context, pv *v1.PersistentVolume) error {
 	if _, ok := pv.Annotations[jobs.AnnVolumeMissing]; ok {
 		return nil
 	}
 	cp := pv.DeepCopy()
-	cp.Annotations[jobs.AnnVolumeMissing] = c.clock.Now().UTC().Format("2006-01-02T15:04:05Z")
-	if _, err := c.kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
+	cp.Annotations[jobs.AnnVolumeMissing] = p.Clock.Now().UTC().Format("2006-01-02T15:04:05Z")
+	if _, err := p.Kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("failed to mark PV %s missing: %w", pv.Name, err)
 	}
-	c.recountMissing(pv.Name, true)
+	p.recountMissing(pv.Name, true)
 	msg := fmt.Sprintf("Disk at %s was not found on node %s; the PV is kept because it is %s",
 		pv.Annotations[jobs.AnnHostPath], pv.Annotations[jobs.AnnNode], pv.Status.Phase)
-	c.event(pv, v1.EventTypeWarning, "VolumeMissing", "%s", msg)
-	c.ops.WarnClaim(ctx, pv, "VolumeMissing", msg, v1.VolumeHealthInaccessible)
+	p.Recorder.Eventf(pv, v1.EventTypeWarning, "VolumeMissing", "%s", msg)
+	p.Ops.WarnClaim(ctx, pv, "VolumeMissing", msg, v1.VolumeHealthInaccessible)
 	return nil
 }
 
 // clearMissing removes the missing mark of a PV whose disk is back.
-func (c *controller) clearMissing(ctx context.Context, pv *v1.PersistentVolume) error {
+func (p *publisher) clearMissing(ctx context.Context, pv *v1.PersistentVolume) error {
 	if _, ok := pv.Annotations[jobs.AnnVolumeMissing]; !ok {
 		return nil
 	}
 	cp := pv.DeepCopy()
 	delete(cp.Annotations, jobs.AnnVolumeMissing)
-	if _, err := c.kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
+	if _, err := p.Kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("failed to clear missing mark of PV %s: %w", pv.Name, err)
 	}
-	c.recountMissing(pv.Name, false)
-	c.event(pv, v1.EventTypeNormal, "VolumeFound", "Disk at %s is back", pv.Annotations[jobs.AnnHostPath])
-	c.ops.ClearClaimHealth(ctx, pv)
+	p.recountMissing(pv.Name, false)
+	p.Recorder.Eventf(pv, v1.EventTypeNormal, "VolumeFound", "Disk at %s is back", pv.Annotations[jobs.AnnHostPath])
+	p.Ops.ClearClaimHealth(ctx, pv)
 	return nil
-}
-
-// handleNodeGone deletes the unbound PVs of a deleted node when configured.
-// A released PV keeps a cleanup Job as its lock: it waits, unscheduled, for
-// the node to come back, and wipes the disk before it is published again.
-func (c *controller) handleNodeGone(ctx context.Context, name string) error {
-	c.forgetNode(name)
-	// The cache may lag a re-registration; ask the apiserver.
-	if _, err := c.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		return err
-	}
-	if err := c.inventory.Delete(ctx, name); err != nil {
-		return err
-	}
-	if !c.cfg.DeleteUnboundPVsOfDeletedNodes {
-		return nil
-	}
-	pvs, err := c.pvsOnNode(name)
-	if err != nil || len(pvs) == 0 {
-		return err
-	}
-	var errs []error
-	for _, pv := range pvs {
-		switch {
-		case pv.DeletionTimestamp != nil:
-		case cleanupjobs.NodeGone(pv): // its claim is released; the cleanup drops it without a wipe
-		case pvops.Unclaimed(pv):
-			errs = append(errs, c.ops.Delete(ctx, pv, true, "node_deleted"))
-		case pvops.Cleanable(pv):
-			if err := c.cleanup.Ensure(ctx, pv); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if err := c.ops.RemoveFinalizer(ctx, pv); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			errs = append(errs, c.ops.Delete(ctx, pv, false, "node_deleted"))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // recountMissing sets the missing-volume gauge from the PV cache, counting
 // the PV just written as the cache will soon show it.
-func (c *controller) recountMissing(changed string, missing bool) {
-	pvs, err := c.pvLister.List(labels.SelectorFromSet(labels.Set{jobs.LabelManagedBy: jobs.ManagedByValue}))
+func (p *publisher) recountMissing(changed string, missing bool) {
+	pvs, err := p.PVs.List(labels.SelectorFromSet(labels.Set{jobs.LabelManagedBy: jobs.ManagedByValue}))
 	if err != nil {
 		return
 	}

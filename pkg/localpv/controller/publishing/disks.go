@@ -1,4 +1,4 @@
-package controller
+package publishing
 
 import (
 	"regexp"
@@ -58,7 +58,7 @@ func labelValue(s string) string {
 // diskUnusable tells the admin why a disk that matches its class gets no PV
 // and returns true. A disk that already has its PV is never checked here:
 // its user may have written a file system on it.
-func (c *controller) diskUnusable(node *v1.Node, v validation.Volume) bool {
+func (p *publisher) diskUnusable(node *v1.Node, v validation.Volume) bool {
 	if v.Volume.Disk == nil || v.Config.DiskSelector == nil {
 		return false
 	}
@@ -68,7 +68,7 @@ func (c *controller) diskUnusable(node *v1.Node, v validation.Volume) bool {
 	}
 	metrics.SkippedDisks.WithLabelValues(v.Class, reason).Inc()
 	d := v.Volume.Disk
-	c.event(node, v1.EventTypeWarning, "DiskSkipped",
+	p.Recorder.Eventf(node, v1.EventTypeWarning, "DiskSkipped",
 		"Disk %s (%s) matches class %s but is not published: %s (signature %s, %d partitions, %d holders, busy %t); %s",
 		d.Name, v.HostPath, v.Class, reason, d.Signature, d.Partitions, d.Holders, d.Busy, skipFix(reason, v.HostPath))
 	return true
