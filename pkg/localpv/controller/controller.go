@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
-	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
@@ -282,8 +281,3 @@ const blockedClaimsKey = "claims/blocked"
 
 func nodeKey(name string) string { return "node/" + name }
 func volKey(id string) string    { return "vol/" + id }
-
-// event records an Event on obj.
-func (c *controller) event(obj runtime.Object, eventType, reason, format string, args ...interface{}) {
-	c.recorder.Eventf(obj, eventType, reason, format, args...)
-}
