@@ -222,6 +222,17 @@ func TestReportAskingForMoreShards(t *testing.T) {
 	if j := h.job("a"); j == nil || len(j.Spec.Template.Spec.Containers) != 3 {
 		t.Fatalf("the re-run does not have the 3 containers asked for: %v", j)
 	}
+	h.finish("a", true, 0, "a", encode(t, "a", 3, "vol1")...)
+	_ = h.sync("a")
+	if len(h.consumer.got) != 1 || h.job("a") != nil {
+		t.Fatalf("the re-run's report was not consumed: %v", h.consumer.got)
+	}
+	h.dropPod("a")
+	h.r.Request("a")
+	_ = h.sync("a")
+	if j := h.job("a"); j == nil || len(j.Spec.Template.Spec.Containers) != 3 {
+		t.Fatalf("the next run does not keep the 3 containers the node needed: %v", j)
+	}
 }
 
 func counterValue(t *testing.T, c compmetrics.CounterMetric) float64 {
