@@ -12,7 +12,9 @@
 //   - cleanup: the node-side work of a cleanup Job (wipe one volume)
 //   - wipe: the cleaner programs the image installs at upstream's /scripts/*.sh paths (shred.sh, dd_zero.sh, blkdiscard.sh, quick_reset.sh, fsclean.sh)
 //   - jobs: the Job specs the master creates, and the labels, annotations and finalizers it sets
-//   - controller: the master, the only component that writes PersistentVolumes
+//   - controller: the master, the only component that writes PersistentVolumes; its roles are
+//     subpackages (discoveryjobs, publishing, cleanupjobs, machine, blockedclaims, inventory, and
+//     pvops, their shared PV writes)
 //   - nodecleanup: the master's release of the claims of PVs whose Node was deleted, per class, after a delay
 //   - unwiped: the master's memory of the disks dropped without a wipe, wiped before they are published again
 //   - watcher: the per-node DaemonSet that writes the node's NodeDiskState when its directories change

@@ -19,6 +19,7 @@ import (
 	"github.com/nodeplug/localpv-api/config/crd"
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/blockedclaims"
 )
 
 const deployDir = "../../../deploy/local-volume-provisioner"
@@ -198,8 +199,8 @@ func checkClaimsPolicy(t *testing.T, p *admissionv1.ValidatingAdmissionPolicy) {
 	if p.Spec.ParamKind != nil {
 		t.Errorf("policy %s takes params; the master writes the blocked claims into the policy itself", p.Name)
 	}
-	if len(p.Spec.Variables) == 0 || p.Spec.Variables[0].Name != controller.BlockedClaimsVariable {
-		t.Errorf("policy %s does not start with the variable %s", p.Name, controller.BlockedClaimsVariable)
+	if len(p.Spec.Variables) == 0 || p.Spec.Variables[0].Name != blockedclaims.Variable {
+		t.Errorf("policy %s does not start with the variable %s", p.Name, blockedclaims.Variable)
 	}
 	exprs := []string{}
 	for _, v := range p.Spec.Variables {

@@ -8,7 +8,7 @@ import (
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 
-	"github.com/nodeplug/nodeplug/pkg/localpv/controller"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/blockedclaims"
 )
 
 // TestPolicySemantics evaluates the shipped policy's CEL with plain values
@@ -84,8 +84,8 @@ func shippedPolicy(t *testing.T, name string) *admissionv1.ValidatingAdmissionPo
 // of blocked claims, with its blockedClaims variable as the master writes it.
 func TestReplacedMachinePolicySemantics(t *testing.T) {
 	policy := shippedPolicy(t, "local-volume-provisioner-replaced-machine-claims")
-	if v := policy.Spec.Variables[0]; v.Name != controller.BlockedClaimsVariable || v.Expression != "{}" {
-		t.Fatalf("the policy's first variable is %s = %q, want %s = {} as shipped", v.Name, v.Expression, controller.BlockedClaimsVariable)
+	if v := policy.Spec.Variables[0]; v.Name != blockedclaims.Variable || v.Expression != "{}" {
+		t.Fatalf("the policy's first variable is %s = %q, want %s = {} as shipped", v.Name, v.Expression, blockedclaims.Variable)
 	}
 	claimVol := func(claim string) map[string]interface{} {
 		return map[string]interface{}{"name": "v", "persistentVolumeClaim": map[string]interface{}{"claimName": claim}}
@@ -118,8 +118,8 @@ func TestReplacedMachinePolicySemantics(t *testing.T) {
 			computed := map[string]interface{}{}
 			for _, v := range policy.Spec.Variables {
 				expr := v.Expression
-				if v.Name == controller.BlockedClaimsVariable && tc.claims != nil {
-					expr = controller.BlockedClaimsExpression(tc.claims)
+				if v.Name == blockedclaims.Variable && tc.claims != nil {
+					expr = blockedclaims.Expression(tc.claims)
 				}
 				computed[v.Name] = eval(t, expr, vars)
 				vars["variables"] = computed

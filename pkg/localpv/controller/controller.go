@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
-	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
@@ -17,7 +16,6 @@ import (
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	storageinformers "k8s.io/client-go/informers/storage/v1"
 	"k8s.io/client-go/kubernetes"
-	admissionregistrationlisters "k8s.io/client-go/listers/admissionregistration/v1"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
@@ -28,6 +26,13 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/blockedclaims"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/cleanupjobs"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/discoveryjobs"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/inventory"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/publishing"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
 )
@@ -102,26 +107,25 @@ type controller struct {
 	opts     Options
 	cfg      *config.Configuration
 	clock    clock.WithTicker
-	limiter  *rate.Limiter
 
-	nodeLister   corelisters.NodeLister
-	pvLister     corelisters.PersistentVolumeLister
-	pvIndexer    cache.Indexer
-	scLister     storagelisters.StorageClassLister
-	jobLister    batchlisters.JobLister
-	jobIndexer   cache.Indexer
-	podLister    corelisters.PodLister
-	policyLister admissionregistrationlisters.ValidatingAdmissionPolicyLister
-	unwiped      unwiped.Store
-	caches       *cacheSync
+	nodeLister corelisters.NodeLister
+	pvLister   corelisters.PersistentVolumeLister
+	pvIndexer  cache.Indexer
+	scLister   storagelisters.StorageClassLister
+	jobLister  batchlisters.JobLister
+	jobIndexer cache.Indexer
+	podLister  corelisters.PodLister
+	unwiped    unwiped.Store
+	caches     *cacheSync
+	policy     blockedclaims.Writer
+	inventory  inventory.Recorder
+	ops        pvops.Interface
+	machines   machine.Checker
+	discovery  discoveryjobs.Runner
+	cleanup    cleanupjobs.Runner
+	publisher  publishing.Publisher
 
 	queue workqueue.TypedRateLimitingInterface[string]
-
-	mu    sync.Mutex
-	nodes map[string]*nodeState
-	// seenJobs holds finished Jobs whose result was already counted in
-	// metrics and events.
-	seenJobs map[string]bool
 }
 
 var _ Controller = &controller{}
@@ -169,15 +173,12 @@ func newController(ctx context.Context, kube kubernetes.Interface, inf Informers
 	}
 	c := &controller{
 		kube: kube, recorder: recorder, opts: opts, cfg: opts.Config, clock: opts.Clock,
-		limiter:    rate.NewLimiter(rate.Limit(opts.DiscoveryQPS), max(opts.DiscoveryBurst, 1)),
 		nodeLister: inf.Nodes.Lister(), pvLister: inf.PVs.Lister(), pvIndexer: inf.PVs.Informer().GetIndexer(),
 		scLister: inf.StorageClasses.Lister(), jobLister: inf.Jobs.Lister(), jobIndexer: inf.Jobs.Informer().GetIndexer(),
 		podLister: inf.Pods.Lister(), unwiped: unwiped.New(kube, opts.Jobs.Namespace, opts.Clock),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, opts.RetryMax),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "local_volume_provisioner", Clock: opts.Clock}),
-		nodes:    map[string]*nodeState{},
-		seenJobs: map[string]bool{},
 	}
 	if err := inf.PVs.Informer().AddIndexers(pvIndexers); err != nil {
 		return nil, fmt.Errorf("failed to add PV indexers: %w", err)
@@ -185,6 +186,7 @@ func newController(ctx context.Context, kube kubernetes.Interface, inf Informers
 	if err := inf.Jobs.Informer().AddIndexers(jobIndexers); err != nil {
 		return nil, fmt.Errorf("failed to add Job indexers: %w", err)
 	}
+	c.wireRoles(inf)
 	if err := c.addHandlers(klog.FromContext(ctx), inf); err != nil {
 		return nil, err
 	}
@@ -200,7 +202,6 @@ func (c *controller) informerCaches(inf Informers) []informerCache {
 		{"storageclasses.storage.k8s.io", inf.StorageClasses.Informer()}, {"jobs.batch" + ns, inf.Jobs.Informer()},
 		{"pods" + ns, inf.Pods.Informer()}, {"nodediskstates.localpv.nodeplug.io", inf.Notifications}}
 	if inf.AdmissionPolicies != nil {
-		c.policyLister = inf.AdmissionPolicies.Lister()
 		caches = append(caches, informerCache{"validatingadmissionpolicies.admissionregistration.k8s.io named " +
 			c.opts.AdmissionPolicyName, inf.AdmissionPolicies.Informer()})
 	}
@@ -219,7 +220,7 @@ func (c *controller) Run(ctx context.Context, workers int) {
 		return
 	}
 	c.enqueueKnownNodes()
-	c.recountMissing("", false)
+	c.publisher.RecountMissing()
 	c.queue.Add(blockedClaimsKey)
 	var wg sync.WaitGroup
 	for range max(workers, 1) {
@@ -268,17 +269,15 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	case "node":
 		return c.syncNode(ctx, name)
 	case "vol":
-		return c.syncVolume(ctx, name)
+		return c.cleanup.Sync(ctx, name)
 	case "claims":
-		return c.syncBlockedClaims(ctx)
+		return c.policy.Sync(ctx)
 	}
 	return nil
 }
 
+// blockedClaimsKey asks the policy writer to write the blocked claims.
+const blockedClaimsKey = "claims/blocked"
+
 func nodeKey(name string) string { return "node/" + name }
 func volKey(id string) string    { return "vol/" + id }
-
-// event records an Event on obj.
-func (c *controller) event(obj runtime.Object, eventType, reason, format string, args ...interface{}) {
-	c.recorder.Eventf(obj, eventType, reason, format, args...)
-}

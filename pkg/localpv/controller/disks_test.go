@@ -3,7 +3,6 @@ package controller
 import (
 	"strings"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,6 +10,7 @@ import (
 	"github.com/nodeplug/localpv-api/localpv/v1alpha1"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/publishing"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
@@ -60,8 +60,8 @@ func TestSelectedDiskBecomesPVWithLabels(t *testing.T) {
 	if pv.Spec.Local.Path != "/dev/disk/by-id/wwn-0x1" || *pv.Spec.VolumeMode != v1.PersistentVolumeBlock {
 		t.Errorf("bad source: %+v", pv.Spec.Local)
 	}
-	want := map[string]string{LabelDiskRotational: "false", LabelDiskModel: "Samsung_SSD_860", LabelDiskVendor: "ATA",
-		LabelDiskSerial: "S1", LabelDiskWWN: "naa.5002538e40a1b2c3", "team": "storage", jobs.LabelManagedBy: jobs.ManagedByValue}
+	want := map[string]string{publishing.LabelDiskRotational: "false", publishing.LabelDiskModel: "Samsung_SSD_860", publishing.LabelDiskVendor: "ATA",
+		publishing.LabelDiskSerial: "S1", publishing.LabelDiskWWN: "naa.5002538e40a1b2c3", "team": "storage", jobs.LabelManagedBy: jobs.ManagedByValue}
 	for k, v := range want {
 		if pv.Labels[k] != v {
 			t.Errorf("label %s = %q, want %q", k, pv.Labels[k], v)
@@ -164,65 +164,5 @@ func TestInventoryIsRecordedInStatus(t *testing.T) {
 	f.discover("a", r)
 	if patches() != n {
 		t.Error("an unchanged inventory was written again")
-	}
-}
-
-// TestInventoryClearsWhenDisksGo: a report without a disk list replaces
-// the one recorded before; the stale list is not kept beside a fresh time.
-func TestInventoryClearsWhenDisksGo(t *testing.T) {
-	tests := []struct {
-		name      string
-		disks     []report.Disk
-		total     int
-		wantTotal int32
-	}{
-		{name: "no disks left", disks: nil, total: 0, wantTotal: 0},
-		{name: "list dropped for size", disks: nil, total: 2, wantTotal: 2},
-		{name: "one disk left", disks: []report.Disk{{Name: "sdb", Size: 1 << 40}}, total: 1, wantTotal: 1},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newDiskFixture(t)
-			f.createDiskState()
-			f.discover("a", diskReport("a", nil))
-			if st := f.diskStatus(); len(st.Disks) != 2 {
-				t.Fatalf("first inventory not recorded: %+v", st)
-			}
-			f.clock.Step(time.Minute)
-			r := diskReport("a", nil)
-			r.Disks, r.DisksTotal = tc.disks, tc.total
-			f.discover("a", r)
-			st := f.diskStatus()
-			if len(st.Disks) != len(tc.disks) || st.DisksTotal != tc.wantTotal {
-				t.Errorf("status keeps %d disks (total %d), want %d (total %d): %+v", len(st.Disks), st.DisksTotal, len(tc.disks), tc.wantTotal, st.Disks)
-			}
-			for i := range tc.disks {
-				if st.Disks[i].Name != tc.disks[i].Name {
-					t.Errorf("disk %d is %s, want %s", i, st.Disks[i].Name, tc.disks[i].Name)
-				}
-			}
-			if st.InventoryTime == nil || !st.InventoryTime.Time.Equal(f.clock.Now().Truncate(time.Second)) {
-				t.Errorf("inventoryTime %v, want %v", st.InventoryTime, f.clock.Now())
-			}
-		})
-	}
-}
-
-func TestDiskLabelValues(t *testing.T) {
-	tests := []struct {
-		name, in, want string
-	}{
-		{name: "plain", in: "ST4000NM0035-1V4", want: "ST4000NM0035-1V4"},
-		{name: "spaces", in: "Samsung SSD 970 EVO Plus 1TB", want: "Samsung_SSD_970_EVO_Plus_1TB"},
-		{name: "leading symbols", in: "  -WD-WCC4M1234567", want: "WD-WCC4M1234567"},
-		{name: "too long", in: strings.Repeat("a", 70), want: strings.Repeat("a", 63)},
-		{name: "nothing left", in: " / ", want: ""},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := labelValue(tc.in); got != tc.want {
-				t.Errorf("got %q, want %q", got, tc.want)
-			}
-		})
 	}
 }

@@ -28,6 +28,7 @@ import (
 
 	"github.com/nodeplug/localpv-api/localpv/v1alpha1"
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/blockedclaims/blockedclaimstest"
 	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
@@ -82,7 +83,7 @@ func newFixtureWith(t *testing.T, tweak func(*Options, *Informers), extraConfig 
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs = append(objs, testPolicy())
+	objs = append(objs, blockedclaimstest.Policy())
 	f := &fixture{t: t, kube: fake.NewClientset(objs...), clock: testingclock.NewFakeClock(start), cfg: cfg,
 		recorder: record.NewFakeRecorder(1000), tweak: tweak}
 	f.kube.PrependReactor("create", "*", f.stampCreate)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodeplug/localpv-api/localpv/v1alpha1"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 )
 
@@ -73,7 +74,7 @@ func (c *controller) onNode(oldObj, obj interface{}) {
 		return
 	}
 	if old, ok := oldObj.(*v1.Node); ok {
-		if c.cfg.NodeMatches(old) == c.cfg.NodeMatches(node) && machineOf(old) == machineOf(node) &&
+		if c.cfg.NodeMatches(old) == c.cfg.NodeMatches(node) && machine.Of(old) == machine.Of(node) &&
 			old.Labels[v1.LabelHostname] == node.Labels[v1.LabelHostname] {
 			return
 		}
@@ -149,7 +150,7 @@ func (c *controller) onJobDelete(obj interface{}) {
 		obj = t.Obj
 	}
 	if j, ok := obj.(*batchv1.Job); ok {
-		c.forgetJob(j.UID)
+		c.cleanup.ForgetJob(j.UID)
 		c.onJob(j)
 	}
 }
@@ -164,7 +165,7 @@ func (c *controller) onPod(obj interface{}) {
 	}
 	switch pod.Labels[jobs.LabelRole] {
 	case jobs.RoleDiscovery:
-		if succeeded(pod) || pod.Status.Phase == v1.PodFailed {
+		if jobs.PodSucceeded(pod) || pod.Status.Phase == v1.PodFailed {
 			if n := pod.Annotations[jobs.AnnNode]; n != "" {
 				c.queue.Add(nodeKey(n))
 			}
@@ -187,15 +188,7 @@ func (c *controller) onNotification(obj interface{}) {
 	if err != nil || len(v1alpha1.Validate(s)) > 0 {
 		return
 	}
-	changed := false
-	c.withNode(s.Name, func(st *nodeState) {
-		if s.Generation == 0 || s.Generation != st.generation {
-			st.generation = s.Generation
-			st.wantDiscovery = true
-			changed = true
-		}
-	})
-	if changed {
+	if c.discovery.Notice(s.Name, s.Generation) {
 		c.queue.Add(nodeKey(s.Name))
 	}
 }

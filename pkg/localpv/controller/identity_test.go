@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/blockedclaims"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
 	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
@@ -105,10 +107,10 @@ func TestMachineChangeDecidedByDisk(t *testing.T) {
 			if pv != nil && pv.Annotations[jobs.AnnMachineID] != tc.wantOwner {
 				t.Errorf("old PV's machine = %q, want %q", pv.Annotations[jobs.AnnMachineID], tc.wantOwner)
 			}
-			if pv != nil && tc.wantOwner == "m2" && marked(pv) {
+			if pv != nil && tc.wantOwner == "m2" && machine.Marked(pv) {
 				t.Error("a PV handed to the new machine is still marked")
 			}
-			if _, blocked := f.blockedClaims()[BlockedClaimKey("default", "claim")]; blocked != tc.blocked {
+			if _, blocked := f.blockedClaims()[blockedclaims.Key("default", "claim")]; blocked != tc.blocked {
 				t.Errorf("claim blocked = %v, want %v", blocked, tc.blocked)
 			}
 			js := f.jobNames(jobs.RoleCleanup)
@@ -146,7 +148,7 @@ func TestDiskChangedOnItsMachine(t *testing.T) {
 	if got := f.pvNames(); len(got) != 1 {
 		t.Errorf("another disk at a used PV's path was published: %v", got)
 	}
-	if _, ok := f.blockedClaims()[BlockedClaimKey("default", "claim")]; !ok {
+	if _, ok := f.blockedClaims()[blockedclaims.Key("default", "claim")]; !ok {
 		t.Error("the claim of a PV whose path leads to another disk is not blocked")
 	}
 	f.wantEvent("DiskReplaced")

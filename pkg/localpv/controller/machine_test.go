@@ -7,6 +7,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/blockedclaims"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
 )
@@ -36,16 +38,6 @@ func (f *fixture) blockedClaims() map[string]string {
 	f.t.Helper()
 	f.sync(blockedClaimsKey)
 	return f.policyClaims()
-}
-
-func (f *fixture) countEvents(substr string) int {
-	n := 0
-	for _, e := range f.events() {
-		if strings.Contains(e, substr) {
-			n++
-		}
-	}
-	return n
 }
 
 func TestPVNamesAndMachineAnnotations(t *testing.T) {
@@ -94,7 +86,7 @@ func TestUnrecordedPVIsAdoptedByTheNodesMachine(t *testing.T) {
 	if len(pvs.Items) != 1 || pvs.Items[0].Name != legacy {
 		t.Errorf("the adopted volume got another PV: %d PVs", len(pvs.Items))
 	}
-	if marked(f.pv(legacy)) {
+	if machine.Marked(f.pv(legacy)) {
 		t.Error("an adopted PV is marked machine-replaced")
 	}
 }
@@ -124,10 +116,11 @@ func TestReplacedMachine(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, nil, machineNode("a", "m1", "u1"), newClass("fast", tc.policy))
+			var tweak func(*Options, *Informers)
 			if tc.warn {
-				f.c.opts.ReplacedMachinePolicy = ReplacedMachineWarn
+				tweak = func(o *Options, _ *Informers) { o.ReplacedMachinePolicy = ReplacedMachineWarn }
 			}
+			f := newFixtureWith(t, tweak, nil, machineNode("a", "m1", "u1"), newClass("fast", tc.policy))
 			f.discover("a", fsReport("a", "vol1"))
 			old := naming.PVNameForID(naming.MachineVolumeID("a", vol1, "m1", "u1"))
 			f.setPhase(old, tc.phase, tc.claimed)
@@ -148,32 +141,18 @@ func TestReplacedMachine(t *testing.T) {
 				t.Errorf("no MachineReplaced warning in %q", evs)
 			}
 			if tc.wantKept {
-				if !marked(pv) || pv.Labels[jobs.LabelMachineReplaced] != "true" {
+				if !machine.Marked(pv) || pv.Labels[jobs.LabelMachineReplaced] != "true" {
 					t.Errorf("kept PV is not marked: %v %v", pv.Annotations, pv.Labels)
 				}
 				if tc.claimed && !strings.Contains(strings.Join(evs, "\n"), "Warning MachineReplaced PV "+old) {
 					t.Errorf("no Event on the claim in %q", evs)
 				}
 			}
-			_, blocked := f.blockedClaims()[BlockedClaimKey("default", "claim")]
+			_, blocked := f.blockedClaims()[blockedclaims.Key("default", "claim")]
 			if blocked != tc.wantBlocked {
 				t.Errorf("claim blocked = %v, want %v", blocked, tc.wantBlocked)
 			}
 		})
-	}
-}
-
-func TestReplacedMachineCountedOnce(t *testing.T) {
-	f := newFixture(t, nil, machineNode("a", "m1", "u1"), newClass("fast", v1.PersistentVolumeReclaimDelete))
-	f.discover("a", fsReport("a", "vol1"))
-	old := naming.PVNameForID(naming.MachineVolumeID("a", vol1, "m1", "u1"))
-	f.setPhase(old, v1.VolumeBound, true)
-	f.events()
-	f.setMachine("a", "m2", "u2")
-	f.sync(nodeKey("a"))
-	f.sync(nodeKey("a"))
-	if n := f.countEvents("Node now runs on another machine"); n != 1 {
-		t.Errorf("%d node Events for one replacement, want 1", n)
 	}
 }
 
@@ -200,7 +179,7 @@ func TestMachineMatchedAgainUnblocks(t *testing.T) {
 			}
 			tc.accept(f, old)
 			f.sync(nodeKey("a"))
-			if pv := f.pv(old); pv == nil || marked(pv) || pv.Labels[jobs.LabelMachineReplaced] != "" {
+			if pv := f.pv(old); pv == nil || machine.Marked(pv) || pv.Labels[jobs.LabelMachineReplaced] != "" {
 				t.Errorf("PV still marked: %v", pv)
 			}
 			if b := f.blockedClaims(); len(b) != 0 {
@@ -226,7 +205,7 @@ func TestReplacedBoundPVReleasedLaterIsNotWiped(t *testing.T) {
 	if len(f.jobNames(jobs.RoleCleanup)) != 0 {
 		t.Errorf("cleanup Job created for a replaced machine's PV: %v", f.jobNames(jobs.RoleCleanup))
 	}
-	if pv := f.pv(old); pv == nil || !marked(pv) {
+	if pv := f.pv(old); pv == nil || !machine.Marked(pv) {
 		t.Errorf("released PV of a replaced machine not kept and marked: %v", pv)
 	}
 }
@@ -239,7 +218,7 @@ func TestNodeWithoutIdentityChecksNothing(t *testing.T) {
 	f.setMachine("a", "", "")
 	f.sync(nodeKey("a"))
 	f.discover("a", fsReport("a", "vol1"))
-	if pv := f.pv(old); pv == nil || marked(pv) {
+	if pv := f.pv(old); pv == nil || machine.Marked(pv) {
 		t.Errorf("PV of a node that reports no identity was handled as replaced: %v", pv)
 	}
 	if pv := f.pv(naming.PVName("a", vol1)); pv != nil {
@@ -270,13 +249,13 @@ func TestMachineChangeEventChecksPVsAndRunsDiscovery(t *testing.T) {
 	f.setMachine("a", "m2", "u2")
 	f.c.onNode(machineNode("a", "m1", "u1"), machineNode("a", "m2", "u2"))
 	f.drain()
-	if !marked(f.pv(old)) {
+	if !machine.Marked(f.pv(old)) {
 		t.Error("a machine change event did not mark the bound PV")
 	}
 	if f.job(naming.DiscoveryJobName("a")) == nil {
 		t.Error("a machine change event did not start discovery")
 	}
-	if b := f.policyClaims(); b[BlockedClaimKey("default", "claim")] != old {
+	if b := f.policyClaims(); b[blockedclaims.Key("default", "claim")] != old {
 		t.Errorf("blocked claims %v, want default.claim → %s", b, old)
 	}
 }

@@ -8,12 +8,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/cleanupjobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
 )
 
 // TestNodeGonePV: a released PV that the node cleanup marked is deleted
-// without a wipe, and never gets a cleanup Job, from syncVolume nor from
+// without a wipe, and never gets a cleanup Job, from the cleanup nor from
 // deleteUnboundPVsOfDeletedNodes; unless its Node is back on the same
 // machine, when it is wiped as usual.
 func TestNodeGonePV(t *testing.T) {
@@ -67,7 +68,7 @@ func TestNodeGonePV(t *testing.T) {
 			if gone := f.pv(name) == nil; gone == tc.wantWipe {
 				t.Fatalf("PV deleted before any wipe = %v, want %v", gone, !tc.wantWipe)
 			}
-			if tc.wantWipe && nodeGone(f.pv(name)) {
+			if tc.wantWipe && cleanupjobs.NodeGone(f.pv(name)) {
 				t.Error("the mark was not removed from the PV of a node back on its machine")
 			}
 			f.wantEvent(tc.wantEvent)

@@ -3,29 +3,19 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
-	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/klog/v2"
 
-	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
-	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
-	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/cleanupjobs"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
 	"github.com/nodeplug/nodeplug/pkg/localpv/validation"
 )
 
-// podGracePeriod is how long a finished discovery Job may lack its pod in
-// the cache before its result is given up.
-const podGracePeriod = 2 * time.Minute
-
-var errPodNotSynced = errors.New("discovery pod not in cache yet")
-
+// syncNode handles a deleted node, checks the machine of a node's PVs and
+// drives its discovery, whose accepted reports come back through Consume.
 func (c *controller) syncNode(ctx context.Context, name string) error {
 	node, err := c.nodeLister.Get(name)
 	if apierrors.IsNotFound(err) {
@@ -34,305 +24,73 @@ func (c *controller) syncNode(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if err := c.checkMachine(ctx, node); err != nil {
+	if err := c.machines.Check(ctx, node); err != nil {
 		return err
 	}
 	if !c.cfg.NodeMatches(node) {
-		c.withNode(name, func(st *nodeState) { st.wantDiscovery = false })
+		c.discovery.Skip(name)
 		return nil
 	}
-	job, err := c.jobLister.Jobs(c.opts.Jobs.Namespace).Get(naming.DiscoveryJobName(name))
-	switch {
-	case err == nil:
-		return c.handleDiscoveryJob(ctx, node, job)
-	case !apierrors.IsNotFound(err):
-		return err
-	}
-	return c.maybeStartDiscovery(ctx, node)
+	return c.discovery.Sync(ctx, node)
 }
 
-// maybeStartDiscovery creates the node's discovery Job when one was
-// requested, within the rate limit and any failure backoff.
-func (c *controller) maybeStartDiscovery(ctx context.Context, node *v1.Node) error {
-	now := c.clock.Now()
-	var wait time.Duration
-	start, shards := false, 0
-	c.withNode(node.Name, func(st *nodeState) {
-		shards = st.shards
+// Consume records the inventory of an accepted discovery report and
+// publishes its volumes.
+func (c *controller) Consume(ctx context.Context, node *v1.Node, res *validation.Result, r *report.Report) error {
+	c.inventory.Record(ctx, node.Name, r)
+	return c.publisher.Publish(ctx, node, res, r.Held)
+}
+
+// requestDiscovery asks for a discovery run on a node.
+func (c *controller) requestDiscovery(name string) {
+	c.discovery.Request(name)
+	c.queue.Add(nodeKey(name))
+}
+
+// forgetNode drops the memory of a node that is gone.
+func (c *controller) forgetNode(name string) {
+	c.discovery.Forget(name)
+	c.inventory.Forget(name)
+	c.machines.Forget(name)
+}
+
+// handleNodeGone deletes the unbound PVs of a deleted node when configured.
+// A released PV keeps a cleanup Job as its lock: it waits, unscheduled, for
+// the node to come back, and wipes the disk before it is published again.
+func (c *controller) handleNodeGone(ctx context.Context, name string) error {
+	c.forgetNode(name)
+	// The cache may lag a re-registration; ask the apiserver.
+	if _, err := c.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		return err
+	}
+	if err := c.inventory.Delete(ctx, name); err != nil {
+		return err
+	}
+	if !c.cfg.DeleteUnboundPVsOfDeletedNodes {
+		return nil
+	}
+	pvs, err := c.pvsOnNode(name)
+	if err != nil || len(pvs) == 0 {
+		return err
+	}
+	var errs []error
+	for _, pv := range pvs {
 		switch {
-		case !st.wantDiscovery:
-		case now.Before(st.notBefore):
-			wait = st.notBefore.Sub(now)
-		case !st.reserved:
-			if d := c.limiter.ReserveN(now, 1).DelayFrom(now); d > 0 {
-				st.reserved, st.notBefore, wait = true, now.Add(d), d
-				return
+		case pv.DeletionTimestamp != nil:
+		case cleanupjobs.NodeGone(pv): // its claim is released; the cleanup drops it without a wipe
+		case pvops.Unclaimed(pv):
+			errs = append(errs, c.ops.Delete(ctx, pv, true, "node_deleted"))
+		case pvops.Cleanable(pv):
+			if err := c.cleanup.Ensure(ctx, pv); err != nil {
+				errs = append(errs, err)
+				continue
 			}
-			fallthrough
-		default:
-			st.reserved, st.wantDiscovery, start = false, false, true
-		}
-	})
-	if wait > 0 {
-		c.queue.AddAfter(nodeKey(node.Name), wait)
-	}
-	if !start {
-		return nil
-	}
-	job := jobs.DiscoveryJob(c.opts.Jobs, c.cfg, node.Name, shards, c.heldPaths(node))
-	_, err := c.kube.BatchV1().Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{})
-	if err != nil {
-		c.withNode(node.Name, func(st *nodeState) { st.wantDiscovery = true })
-		if apierrors.IsAlreadyExists(err) {
-			return nil // the Job's events will requeue the node
-		}
-		return fmt.Errorf("failed to create discovery Job for node %s: %w", node.Name, err)
-	}
-	metrics.JobsCreated.WithLabelValues(metrics.KindDiscovery).Inc()
-	klog.FromContext(ctx).V(2).Info("Created discovery Job", "node", node.Name, "job", klog.KObj(job))
-	return nil
-}
-
-// handleDiscoveryJob consumes a finished discovery Job once, then deletes it.
-// Its deletion requeues the node, which starts the next run if one was
-// requested meanwhile.
-//
-// A Succeeded pod is final and carries the whole report, so it is consumed
-// as soon as the pod informer shows it, without waiting for the Job
-// controller to mark the Job complete (which batches pod updates for about a
-// second).
-func (c *controller) handleDiscoveryJob(ctx context.Context, node *v1.Node, job *batchv1.Job) error {
-	if job.DeletionTimestamp != nil {
-		return nil
-	}
-	if finished, _ := jobs.IsFinished(job); !finished {
-		if _, _, err := c.discoveryOutput(job); err != nil {
-			return nil // still running; the pod's or the Job's update requeues the node
-		}
-	}
-	var processed bool
-	c.withNode(node.Name, func(st *nodeState) { processed = st.processed == job.UID })
-	if !processed {
-		if err := c.processDiscovery(ctx, node, job); err != nil {
-			return err
-		}
-		c.withNode(node.Name, func(st *nodeState) { st.processed = job.UID })
-	}
-	return c.deleteJob(ctx, job)
-}
-
-func (c *controller) processDiscovery(ctx context.Context, node *v1.Node, job *batchv1.Job) error {
-	end := c.clock.Now()
-	cond, finished := jobs.FinishTime(job)
-	if finished {
-		end = cond.LastTransitionTime.Time
-	}
-	elapsed := end.Sub(job.CreationTimestamp.Time).Seconds()
-	if _, succeeded := jobs.IsFinished(job); finished && !succeeded {
-		metrics.DiscoveryDuration.WithLabelValues("failed").Observe(elapsed)
-		return c.discoveryFailed(node, fmt.Sprintf("%s: %s", cond.Reason, c.podMessage(job)))
-	}
-	pod, msgs, err := c.discoveryOutput(job)
-	if errors.Is(err, errPodNotSynced) && c.clock.Since(end) < podGracePeriod {
-		return err
-	}
-	if err != nil {
-		return c.discoveryFailed(node, err.Error())
-	}
-	r, err := report.Decode(msgs)
-	if more, ok := errors.AsType[*report.NeedShardsError](err); ok {
-		metrics.DiscoveryDuration.WithLabelValues("resharded").Observe(elapsed)
-		return c.discoveryNeedsShards(node, more.Shards)
-	}
-	if errors.Is(err, report.ErrShardsDisagree) {
-		metrics.DiscoveryDuration.WithLabelValues("inconsistent").Observe(elapsed)
-		return c.discoveryInconsistent(node, err)
-	}
-	metrics.DiscoveryDuration.WithLabelValues("succeeded").Observe(elapsed)
-	c.withNode(node.Name, func(st *nodeState) { st.failures = 0 })
-	if err != nil {
-		return c.rejectReport(node, "Undecodable", err)
-	}
-	res, err := validation.Check(c.cfg, job.Annotations[jobs.AnnNode], pod.Spec.NodeName, r)
-	if err != nil {
-		return c.rejectReport(node, "WrongNode", err)
-	}
-	c.recordRejections(node, res.Rejected)
-	c.recordSkipped(node, r)
-	c.recordInventory(ctx, node.Name, r)
-	return c.reconcileNode(ctx, node, res, r.Held)
-}
-
-// discoveryFailed reports a failed run and schedules a retry with backoff.
-func (c *controller) discoveryFailed(node *v1.Node, msg string) error {
-	metrics.JobFailures.WithLabelValues(metrics.KindDiscovery).Inc()
-	c.event(node, v1.EventTypeWarning, "DiscoveryFailed", "Discovery Job failed: %s", msg)
-	c.retryDiscovery(node.Name)
-	return nil
-}
-
-// discoveryNeedsShards runs discovery again at once with the number of
-// containers the node's report needs, and keeps that number for the node.
-// Decode only accepts requests for more containers than the run had, up to
-// report.MaxShards, so a node cannot make this loop.
-func (c *controller) discoveryNeedsShards(node *v1.Node, shards int) error {
-	c.event(node, v1.EventTypeNormal, "DiscoveryResharded",
-		"The discovery report needs %d containers; running discovery again with %d", shards, shards)
-	c.withNode(node.Name, func(st *nodeState) {
-		st.shards = shards
-		st.wantDiscovery = true
-	})
-	return nil
-}
-
-// discoveryInconsistent handles a report whose shards were scanned from
-// different states of the disks: each container of a discovery pod scans on
-// its own, and a disk changed between their scans. This is neither a failed Job
-// nor a rejected report; discovery runs again after the backoff, which also
-// bounds what a node forging such reports can cause.
-func (c *controller) discoveryInconsistent(node *v1.Node, err error) error {
-	c.event(node, v1.EventTypeNormal, "DiscoveryRetried", "Disks changed during discovery, running it again: %v", err)
-	c.retryDiscovery(node.Name)
-	return nil
-}
-
-// retryDiscovery requests another discovery run after the backoff of the
-// node's consecutive unusable runs.
-func (c *controller) retryDiscovery(name string) {
-	now := c.clock.Now()
-	c.withNode(name, func(st *nodeState) {
-		st.failures++
-		st.wantDiscovery = true
-		st.notBefore = now.Add(c.backoff(st.failures))
-	})
-}
-
-func (c *controller) rejectReport(node *v1.Node, reason string, err error) error {
-	metrics.RejectedReports.WithLabelValues(reason).Inc()
-	c.event(node, v1.EventTypeWarning, "DiscoveryReportRejected", "Discovery report rejected: %v", err)
-	return nil
-}
-
-// maxVolumeEvents bounds the per-volume Events of one report.
-const maxVolumeEvents = 10
-
-func (c *controller) recordRejections(node *v1.Node, rejected []validation.Rejection) {
-	for i, r := range rejected {
-		metrics.RejectedVolumes.WithLabelValues(r.Reason).Inc()
-		if i < maxVolumeEvents {
-			c.event(node, v1.EventTypeWarning, "VolumeRejected", "Class %s entry %q rejected (%s): %s", r.Class, r.Name, r.Reason, r.Message)
-		}
-	}
-	if len(rejected) > maxVolumeEvents {
-		c.event(node, v1.EventTypeWarning, "VolumeRejected", "%d more entries rejected", len(rejected)-maxVolumeEvents)
-	}
-}
-
-// recordSkipped tells the admin why matching entries got no PV, the most
-// common support question of static provisioners.
-func (c *controller) recordSkipped(node *v1.Node, r *report.Report) {
-	for _, cl := range r.Classes {
-		if cl.Error != "" {
-			c.event(node, v1.EventTypeWarning, "ClassDirectoryUnreadable", "Class %s: %s", cl.Name, cl.Error)
-		}
-		if cl.SkippedTotal == 0 {
-			continue
-		}
-		first := ""
-		if len(cl.Skipped) > 0 {
-			first = fmt.Sprintf(", e.g. %q: %s", cl.Skipped[0].Name, cl.Skipped[0].Reason)
-		}
-		c.event(node, v1.EventTypeNormal, "VolumesSkipped", "Class %s: %d entries skipped%s", cl.Name, cl.SkippedTotal, first)
-	}
-}
-
-// discoveryOutput returns the succeeded pod of a Job and its containers'
-// termination messages, in container order. A pod counts as succeeded as
-// soon as every container has terminated with exit code 0: with
-// restartPolicy Never that is final, and the kubelet reports it about a
-// second before it sets the phase, which waits for the pod's sandbox to be
-// torn down.
-func (c *controller) discoveryOutput(job *batchv1.Job) (*v1.Pod, []string, error) {
-	pods, err := c.podLister.Pods(job.Namespace).List(labels.SelectorFromSet(labels.Set{batchv1.JobNameLabel: job.Name}))
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, pod := range pods {
-		if !succeeded(pod) || !ownedBy(pod, job) {
-			continue
-		}
-		msgs := make([]string, 0, len(pod.Spec.Containers))
-		for _, ctr := range pod.Spec.Containers {
-			msgs = append(msgs, terminationMessage(pod, ctr.Name))
-		}
-		return pod, msgs, nil
-	}
-	return nil, nil, errPodNotSynced
-}
-
-// succeeded reports whether a pod has succeeded, or will: see discoveryOutput.
-func succeeded(pod *v1.Pod) bool {
-	switch {
-	case pod.Status.Phase == v1.PodSucceeded:
-		return true
-	case pod.Status.Phase == v1.PodFailed || pod.Spec.RestartPolicy != v1.RestartPolicyNever:
-		return false
-	}
-	if len(pod.Status.ContainerStatuses) != len(pod.Spec.Containers) {
-		return false
-	}
-	for _, s := range pod.Status.ContainerStatuses {
-		if s.State.Terminated == nil || s.State.Terminated.ExitCode != 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func ownedBy(pod *v1.Pod, job *batchv1.Job) bool {
-	ref := metav1.GetControllerOf(pod)
-	return ref != nil && ref.UID == job.UID
-}
-
-func terminationMessage(pod *v1.Pod, container string) string {
-	for _, s := range pod.Status.ContainerStatuses {
-		if s.Name == container && s.State.Terminated != nil {
-			return s.State.Terminated.Message
-		}
-	}
-	return ""
-}
-
-// podMessage returns the first termination message of a Job's failed pods,
-// for Events.
-func (c *controller) podMessage(job *batchv1.Job) string {
-	pods, err := c.podLister.Pods(job.Namespace).List(labels.SelectorFromSet(labels.Set{batchv1.JobNameLabel: job.Name}))
-	if err != nil {
-		return ""
-	}
-	for _, pod := range pods {
-		for _, s := range pod.Status.ContainerStatuses {
-			if t := s.State.Terminated; t != nil && t.ExitCode != 0 && t.Message != "" {
-				return truncate(t.Message, 512)
+			if err := c.ops.RemoveFinalizer(ctx, pv); err != nil {
+				errs = append(errs, err)
+				continue
 			}
+			errs = append(errs, c.ops.Delete(ctx, pv, false, "node_deleted"))
 		}
 	}
-	return "no termination message"
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}
-
-func (c *controller) deleteJob(ctx context.Context, job *batchv1.Job) error {
-	policy := metav1.DeletePropagationBackground
-	err := c.kube.BatchV1().Jobs(job.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{
-		Preconditions: &metav1.Preconditions{UID: &job.UID}, PropagationPolicy: &policy})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("failed to delete Job %s: %w", job.Name, err)
-	}
-	return nil
+	return errors.Join(errs...)
 }

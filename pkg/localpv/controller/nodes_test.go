@@ -3,7 +3,6 @@ package controller
 import (
 	"slices"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -52,24 +51,6 @@ func TestStartDiscoversSelectedNodesOnly(t *testing.T) {
 	}
 	if len(ps.Containers) != 2 || !slices.Contains(ps.Containers[1].Args, "--shard=1") {
 		t.Errorf("want 2 shard containers, got %d", len(ps.Containers))
-	}
-}
-
-func TestDiscoveryIsRateLimited(t *testing.T) {
-	f := newFixture(t, nil, newNode("a", nil), newNode("b", nil))
-	f.c.limiter.SetBurstAt(start, 1)
-	f.c.limiter.SetLimitAt(start, 0.1)
-	f.c.requestDiscovery("a")
-	f.c.requestDiscovery("b")
-	f.sync(nodeKey("a"))
-	f.sync(nodeKey("b"))
-	if got := f.jobNames(jobs.RoleDiscovery); len(got) != 1 {
-		t.Fatalf("want 1 Job within the burst, got %v", got)
-	}
-	f.clock.Step(10 * time.Second)
-	f.sync(nodeKey("b"))
-	if got := f.jobNames(jobs.RoleDiscovery); len(got) != 2 {
-		t.Fatalf("want the second Job after the delay, got %v", got)
 	}
 }
 
@@ -261,68 +242,6 @@ func TestMissingStorageClassPublishesNothing(t *testing.T) {
 		t.Fatal("PV created without its StorageClass")
 	}
 	f.wantEvent("StorageClassNotFound")
-}
-
-func TestFailedDiscoveryIsRetriedWithBackoff(t *testing.T) {
-	f := newFixture(t, nil, newNode("a", nil))
-	name := naming.DiscoveryJobName("a")
-	before := counterValue(t, metrics.JobFailures.WithLabelValues(metrics.KindDiscovery))
-	f.c.requestDiscovery("a")
-	f.sync(nodeKey("a"))
-	f.finishJob(name, false)
-	f.sync(nodeKey("a"))
-	f.wantEvent("DiscoveryFailed")
-	if counterValue(t, metrics.JobFailures.WithLabelValues(metrics.KindDiscovery))-before != 1 {
-		t.Error("job failure metric not incremented")
-	}
-	_ = f.kube.CoreV1().Pods(testNS).Delete(t.Context(), name+"-pod", metav1.DeleteOptions{})
-	f.sync(nodeKey("a"))
-	if f.job(name) != nil {
-		t.Fatal("discovery retried before the backoff")
-	}
-	f.clock.Step(11 * time.Second)
-	f.sync(nodeKey("a"))
-	if f.job(name) == nil {
-		t.Fatal("discovery not retried after the backoff")
-	}
-}
-
-func TestShardsOfDifferentScansRetryDiscovery(t *testing.T) {
-	f := newFixture(t, nil, newNode("a", nil), newClass("fast", v1.PersistentVolumeReclaimDelete))
-	name := naming.DiscoveryJobName("a")
-	rejected := counterValue(t, metrics.RejectedReports.WithLabelValues("Undecodable"))
-	failures := counterValue(t, metrics.JobFailures.WithLabelValues(metrics.KindDiscovery))
-	f.c.requestDiscovery("a")
-	f.sync(nodeKey("a"))
-	// Shard 0 was scanned before vol2 was mounted, shard 1 after.
-	before, after := mustEncode(t, fsReport("a", "vol1")), mustEncode(t, fsReport("a", "vol1", "vol2"))
-	f.finishJob(name, true, before[0], after[1])
-	f.sync(nodeKey("a"))
-	f.wantEvent("DiscoveryRetried")
-	if got := counterValue(t, metrics.RejectedReports.WithLabelValues("Undecodable")) - rejected; got != 0 {
-		t.Errorf("inconsistent shards counted as %v rejected reports", got)
-	}
-	if got := counterValue(t, metrics.JobFailures.WithLabelValues(metrics.KindDiscovery)) - failures; got != 0 {
-		t.Errorf("inconsistent shards counted as %v Job failures", got)
-	}
-	if f.job(name) != nil {
-		t.Fatal("the inconsistent discovery Job was not deleted")
-	}
-	_ = f.kube.CoreV1().Pods(testNS).Delete(t.Context(), name+"-pod", metav1.DeleteOptions{})
-	f.sync(nodeKey("a"))
-	if f.job(name) != nil {
-		t.Fatal("discovery re-run before the backoff")
-	}
-	f.clock.Step(11 * time.Second)
-	f.sync(nodeKey("a"))
-	if f.job(name) == nil {
-		t.Fatal("discovery not re-run after the backoff")
-	}
-	f.finishJob(name, true, after...)
-	f.sync(nodeKey("a"))
-	if f.pv(naming.PVName("a", "/mnt/fast/vol2")) == nil {
-		t.Fatal("the re-run's consistent report did not publish vol2")
-	}
 }
 
 func TestMissingHostnameLabel(t *testing.T) {

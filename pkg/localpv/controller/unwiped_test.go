@@ -10,6 +10,7 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
+	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
 )
 
 // TestUnwipedDiskIsWipedWhenItReturns: a released PV dropped without a wipe
@@ -42,7 +43,7 @@ func TestUnwipedDiskIsWipedWhenItReturns(t *testing.T) {
 			if f.pv(name) != nil {
 				t.Fatal("setup: PV not dropped after the disk mismatch")
 			}
-			if _, err := f.kube.CoreV1().ConfigMaps(testNS).Get(t.Context(), UnwipedDisksConfigMap, metav1.GetOptions{}); err != nil {
+			if _, err := f.kube.CoreV1().ConfigMaps(testNS).Get(t.Context(), unwiped.ConfigMapName, metav1.GetOptions{}); err != nil {
 				t.Fatalf("the unwiped disk is not remembered: %v", err)
 			}
 
@@ -61,7 +62,7 @@ func TestUnwipedDiskIsWipedWhenItReturns(t *testing.T) {
 			_ = f.kube.CoreV1().Pods(testNS).Delete(t.Context(), js[0].Name+"-pod", metav1.DeleteOptions{})
 			f.finishJob(js[0].Name, true)
 			f.sync(volKey(retID))
-			cm, _ := f.kube.CoreV1().ConfigMaps(testNS).Get(t.Context(), UnwipedDisksConfigMap, metav1.GetOptions{})
+			cm, _ := f.kube.CoreV1().ConfigMaps(testNS).Get(t.Context(), unwiped.ConfigMapName, metav1.GetOptions{})
 			if cm != nil && len(cm.Data) != 0 {
 				t.Errorf("the wiped disk is still remembered: %v", cm.Data)
 			}

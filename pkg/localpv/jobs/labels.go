@@ -136,3 +136,13 @@ func Attempt(j *batchv1.Job) int {
 	}
 	return n
 }
+
+// NextAttempt is the attempt number of a volume's next cleanup Job after
+// the given ones.
+func NextAttempt(js []*batchv1.Job) int {
+	n := 0
+	for _, j := range js {
+		n = max(n, Attempt(j))
+	}
+	return n + 1
+}

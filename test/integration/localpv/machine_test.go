@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/blockedclaims"
 	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
@@ -142,7 +143,7 @@ func TestReplacedMachine(t *testing.T) {
 // the claim with the policy's message naming the PV and the fix.
 func (e *env) waitForRefusal(t *testing.T, pod, claim, pv string) {
 	t.Helper()
-	want := controller.BlockedClaimsExpression(map[string]string{controller.BlockedClaimKey("default", claim): pv})
+	want := blockedclaims.Expression(map[string]string{blockedclaims.Key("default", claim): pv})
 	poll(t, "the claim written into the policy", func(ctx context.Context) (bool, error) {
 		p, err := e.cp.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx,
 			controller.ReplacedMachineAdmissionPolicy, metav1.GetOptions{})

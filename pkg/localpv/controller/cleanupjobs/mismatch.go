@@ -1,4 +1,4 @@
-package controller
+package cleanupjobs
 
 import (
 	"context"
@@ -6,10 +6,11 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
 )
@@ -33,13 +34,13 @@ type mismatch struct {
 // identity mismatch: its termination message starts with
 // jobs.CleanupIdentityMismatch, or it exited with
 // jobs.CleanupIdentityMismatchCode.
-func (c *controller) cleanupMismatch(job *batchv1.Job) (mismatch, bool) {
-	pods, err := c.podLister.Pods(job.Namespace).List(labels.SelectorFromSet(labels.Set{batchv1.JobNameLabel: job.Name}))
+func (r *runner) cleanupMismatch(job *batchv1.Job) (mismatch, bool) {
+	pods, err := r.jobPods(job)
 	if err != nil {
 		return mismatch{}, false
 	}
 	for _, pod := range pods {
-		if !ownedBy(pod, job) {
+		if !jobs.OwnedBy(pod, job) {
 			continue
 		}
 		for _, s := range pod.Status.ContainerStatuses {
@@ -52,7 +53,7 @@ func (c *controller) cleanupMismatch(job *batchv1.Job) (mismatch, bool) {
 				if what != jobs.CleanupMismatchMachine && what != jobs.CleanupMismatchDisk {
 					what = mismatchUnknown
 				}
-				return mismatch{what: what, detail: truncate(detail, 512)}, true
+				return mismatch{what: what, detail: pvops.Truncate(detail, 512)}, true
 			case t.ExitCode == jobs.CleanupIdentityMismatchCode:
 				return mismatch{what: mismatchUnknown, detail: "the Job exited with the identity-mismatch code and no message"}, true
 			}
@@ -75,21 +76,21 @@ func (m mismatch) differed() string {
 // mismatchSeen reports whether a Job's mismatch is handled for the first
 // time; it is remembered apart from the Job's other results, since a
 // CleanupFailed Event may have been given before the pod's message arrived.
-func (c *controller) mismatchSeen(job *batchv1.Job) bool {
-	return c.firstSeen(mismatchKey(job.UID))
+func (r *runner) mismatchSeen(job *batchv1.Job) bool {
+	return r.firstSeen(mismatchKey(job.UID))
 }
 
 func mismatchKey(uid types.UID) types.UID { return uid + "/identity-mismatch" }
 
 // noteMismatch counts a mismatch and warns on obj (the PV, or the Job of a
 // PV that is gone), once per Job.
-func (c *controller) noteMismatch(obj runtime.Object, job *batchv1.Job, m mismatch, outcome string) {
-	if !c.mismatchSeen(job) {
+func (r *runner) noteMismatch(obj runtime.Object, job *batchv1.Job, m mismatch, outcome string) {
+	if !r.mismatchSeen(job) {
 		return
 	}
-	c.observeCleanup(job, "identity_mismatch")
+	r.observeCleanup(job, "identity_mismatch")
 	metrics.CleanupIdentityMismatches.WithLabelValues(m.what).Inc()
-	c.event(obj, v1.EventTypeWarning, "CleanupIdentityMismatch",
+	r.Recorder.Eventf(obj, v1.EventTypeWarning, "CleanupIdentityMismatch",
 		"Cleanup Job %s found %s on node %s (%s): nothing was wiped; %s",
 		job.Name, m.differed(), job.Annotations[jobs.AnnNode], m.detail, outcome)
 }
@@ -99,23 +100,23 @@ func (c *controller) noteMismatch(obj runtime.Object, job *batchv1.Job, m mismat
 // there would destroy someone else's data. The Jobs are released and the
 // node is discovered again, so whatever the path leads to now is judged
 // afresh.
-func (c *controller) dropMismatchedPV(ctx context.Context, pv *v1.PersistentVolume, job *batchv1.Job, js []*batchv1.Job, m mismatch) error {
-	c.noteMismatch(pv, job, m, "the PV is deleted without a wipe")
-	if err := c.unwiped.Remember(ctx, pv, "cleanup found another "+m.what); err != nil {
+func (r *runner) dropMismatchedPV(ctx context.Context, pv *v1.PersistentVolume, job *batchv1.Job, js []*batchv1.Job, m mismatch) error {
+	r.noteMismatch(pv, job, m, "the PV is deleted without a wipe")
+	if err := r.Unwiped.Remember(ctx, pv, "cleanup found another "+m.what); err != nil {
 		return err
 	}
-	if err := c.removePVFinalizer(ctx, pv); err != nil {
+	if err := r.Ops.RemoveFinalizer(ctx, pv); err != nil {
 		return err
 	}
 	if pv.DeletionTimestamp == nil {
-		if err := c.deletePV(ctx, pv, false, "identity_mismatch"); err != nil {
+		if err := r.Ops.Delete(ctx, pv, false, "identity_mismatch"); err != nil {
 			return err
 		}
 	}
-	if err := c.releaseJobs(ctx, js); err != nil {
+	if err := r.releaseJobs(ctx, js); err != nil {
 		return err
 	}
-	c.requestDiscovery(pv.Annotations[jobs.AnnNode])
+	r.RequestDiscovery(pv.Annotations[jobs.AnnNode])
 	return nil
 }
 
@@ -129,30 +130,30 @@ func (c *controller) dropMismatchedPV(ctx context.Context, pv *v1.PersistentVolu
 // the Job read another machine ID than the kubelet did (its /etc/machine-id
 // is not the one the kubelet reads): the cleanup is retried with backoff,
 // and the Event names both.
-func (c *controller) machineMismatch(ctx context.Context, id string, pv *v1.PersistentVolume, job *batchv1.Job,
+func (r *runner) machineMismatch(ctx context.Context, id string, pv *v1.PersistentVolume, job *batchv1.Job,
 	js []*batchv1.Job, m mismatch) error {
-	node, err := c.nodeLister.Get(pv.Annotations[jobs.AnnNode])
-	if err == nil && !recordedMachine(pv).differs(machineOf(node)) {
-		c.noteMismatch(pv, job, m, "the Node reports the PV's machine ("+machineOf(node).String()+
+	node, err := r.Nodes.Get(pv.Annotations[jobs.AnnNode])
+	if err == nil && !machine.Recorded(pv).Differs(machine.Of(node)) {
+		r.noteMismatch(pv, job, m, "the Node reports the PV's machine ("+machine.Of(node).String()+
 			"), so the Job's /etc/machine-id is not the one the kubelet reads; the cleanup is retried")
-		return c.retryCleanup(ctx, id, pv, job, js)
+		return r.retryCleanup(ctx, id, pv, job, js)
 	}
-	c.noteMismatch(pv, job, m, "the PV is kept until discovery shows whether its disk is still at its path")
-	if err := c.releaseJobs(ctx, js); err != nil {
+	r.noteMismatch(pv, job, m, "the PV is kept until discovery shows whether its disk is still at its path")
+	if err := r.releaseJobs(ctx, js); err != nil {
 		return err
 	}
-	c.requestDiscovery(pv.Annotations[jobs.AnnNode])
+	r.RequestDiscovery(pv.Annotations[jobs.AnnNode])
 	return nil
 }
 
 // releaseMismatchedOrphan lets go of the cleanup Jobs of a PV that is gone
 // when the latest found another machine or disk: a retry would find the
 // same, and must never wipe what is there now.
-func (c *controller) releaseMismatchedOrphan(ctx context.Context, job *batchv1.Job, js []*batchv1.Job, m mismatch) error {
-	c.noteMismatch(job, job, m, "the PV is gone, so the cleanup is not retried")
-	if err := c.releaseJobs(ctx, js); err != nil {
+func (r *runner) releaseMismatchedOrphan(ctx context.Context, job *batchv1.Job, js []*batchv1.Job, m mismatch) error {
+	r.noteMismatch(job, job, m, "the PV is gone, so the cleanup is not retried")
+	if err := r.releaseJobs(ctx, js); err != nil {
 		return err
 	}
-	c.requestDiscovery(job.Annotations[jobs.AnnNode])
+	r.RequestDiscovery(job.Annotations[jobs.AnnNode])
 	return nil
 }

@@ -1,4 +1,4 @@
-package controller
+package publishing
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
 	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
@@ -75,13 +77,13 @@ func (t *takenDisks) add(v validation.Volume, who string) {
 // takenOn collects the disks of a node that have a PV: the identities the
 // master's PVs on the node record, the devices behind the reported paths
 // that keep their PV, and what the other local PVs' paths lead to.
-func (c *controller) takenOn(ctx context.Context, node *v1.Node, res *validation.Result, held []report.Held) (*takenDisks, error) {
+func (p *publisher) takenOn(ctx context.Context, node *v1.Node, res *validation.Result, held []report.Held) (*takenDisks, error) {
 	t := &takenDisks{ids: map[identity.ID]string{}, devs: map[string]string{}, at: map[string][]*v1.PersistentVolume{}}
 	var err error
-	if t.unwiped, err = c.unwiped.Load(ctx); err != nil {
+	if t.unwiped, err = p.Unwiped.Load(ctx); err != nil {
 		return nil, err
 	}
-	pvs, err := c.pvsOnNode(node.Name)
+	pvs, err := p.State.PVsOnNode(node.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +93,7 @@ func (c *controller) takenOn(ctx context.Context, node *v1.Node, res *validation
 		}
 	}
 	for _, v := range res.Accepted {
-		at, err := c.pvsAt(node.Name, v.HostPath)
+		at, err := p.State.PVsAt(node.Name, v.HostPath)
 		if err != nil {
 			return nil, err
 		}
@@ -122,57 +124,57 @@ func (c *controller) takenOn(ctx context.Context, node *v1.Node, res *validation
 // mayPublish checks a volume that has no PV at its path against the disks
 // that have one. It returns false, with an Event naming the cause and the
 // fix, when the disk is already published or cannot be told apart.
-func (c *controller) mayPublish(node *v1.Node, v validation.Volume, t *takenDisks) bool {
+func (p *publisher) mayPublish(node *v1.Node, v validation.Volume, t *takenDisks) bool {
 	switch who := t.holder(v); {
 	case v.Volume.ID == "":
-		c.skipDisk(node, v, "DiskIdentityUnknown", "its disk reports no identity (no WWN or serial, no file system "+
+		p.skipDisk(node, v, "DiskIdentityUnknown", "its disk reports no identity (no WWN or serial, no file system "+
 			"UUID or file handle, no loop backing file), so no cleanup could ever check it before a wipe; give the disk a "+
 			"serial (virtio: serial=), or use a file system or directory class on it")
 		return false
 	case who != "":
-		c.skipDisk(node, v, "DiskAlreadyPublished", fmt.Sprintf("its disk (%s) is already behind %s; a disk is published once, "+
+		p.skipDisk(node, v, "DiskAlreadyPublished", fmt.Sprintf("its disk (%s) is already behind %s; a disk is published once, "+
 			"under one path", v.Volume.ID, who))
 		return false
 	case v.Volume.Kind == report.KindBlock && len(t.unresolved) > 0:
-		c.skipDisk(node, v, "HeldPathUnresolved", fmt.Sprintf("discovery could not resolve the path of another local PV "+
+		p.skipDisk(node, v, "HeldPathUnresolved", fmt.Sprintf("discovery could not resolve the path of another local PV "+
 			"on the node (%s), so the disk may already be behind it; put that PV's path in a class directory or under "+
-			"/dev, or delete the PV", truncate(fmt.Sprint(t.unresolved), 256)))
+			"/dev, or delete the PV", pvops.Truncate(fmt.Sprint(t.unresolved), 256)))
 		return false
 	}
 	return true
 }
 
-func (c *controller) skipDisk(node *v1.Node, v validation.Volume, reason, why string) {
+func (p *publisher) skipDisk(node *v1.Node, v validation.Volume, reason, why string) {
 	metrics.SkippedDisks.WithLabelValues(v.Class, reason).Inc()
-	c.event(node, v1.EventTypeWarning, reason, "Volume %s of class %s is not published: %s", v.HostPath, v.Class, why)
+	p.Recorder.Eventf(node, v1.EventTypeWarning, reason, "Volume %s of class %s is not published: %s", v.HostPath, v.Class, why)
 }
 
 // matchPath decides what a reported volume means for the master's PVs at its
 // path. It returns done when the path is settled (a PV is the volume's, or
 // the path must stay unpublished); otherwise the volume may get a new PV.
-func (c *controller) matchPath(ctx context.Context, node *v1.Node, v validation.Volume, pvs []*v1.PersistentVolume) (bool, error) {
-	cur := machineOf(node)
+func (p *publisher) matchPath(ctx context.Context, node *v1.Node, v validation.Volume, pvs []*v1.PersistentVolume) (bool, error) {
+	cur := machine.Of(node)
 	// This machine's PVs (or PVs whose machine is not recorded) first.
 	for _, pv := range pvs {
-		if recordedMachine(pv).differs(cur) {
+		if machine.Recorded(pv).Differs(cur) {
 			continue
 		}
-		return true, c.matchOwnPath(ctx, pv, v)
+		return true, p.matchOwnPath(ctx, pv, v)
 	}
 	for _, pv := range pvs {
-		rec := recordedMachine(pv)
+		rec := machine.Recorded(pv)
 		switch {
 		case goingUnused(pv):
 		case identity.SameDisk(diskOf(pv), v.Volume.ID):
-			return true, c.adoptDisk(ctx, node, pv, rec, cur)
+			return true, p.adoptDisk(ctx, node, pv, rec, cur)
 		case identity.DifferentDisk(diskOf(pv), v.Volume.ID):
-			if cleanable(pv) {
-				if err := c.dropReplacedPV(ctx, pv); err != nil {
+			if pvops.Cleanable(pv) {
+				if err := p.dropReplacedPV(ctx, pv); err != nil {
 					return true, err
 				}
 			}
 		default:
-			c.skipDisk(node, v, "DiskIdentityUnknown", fmt.Sprintf("PV %s of the machine that ran under this node name before "+
+			p.skipDisk(node, v, "DiskIdentityUnknown", fmt.Sprintf("PV %s of the machine that ran under this node name before "+
 				"(%s) is at this path, and its disk (%q) cannot be proven to be, or not to be, the disk there now (%q); if it is "+
 				"the same disk, set the PV's %s and %s annotations to the new machine's, if not, delete PV %s",
 				pv.Name, rec, diskOf(pv), v.Volume.ID, jobs.AnnMachineID, jobs.AnnSystemUUID, pv.Name))
@@ -184,33 +186,33 @@ func (c *controller) matchPath(ctx context.Context, node *v1.Node, v validation.
 
 // matchOwnPath handles this machine's PV at a reported path: the same disk
 // keeps it; another disk marks it and gets no PV while it exists.
-func (c *controller) matchOwnPath(ctx context.Context, pv *v1.PersistentVolume, v validation.Volume) error {
+func (p *publisher) matchOwnPath(ctx context.Context, pv *v1.PersistentVolume, v validation.Volume) error {
 	switch identity.Compare(diskOf(pv), v.Volume.ID) {
 	case identity.Same:
-		if err := c.unmarkDiskReplaced(ctx, pv); err != nil {
+		if err := p.unmarkDiskReplaced(ctx, pv); err != nil {
 			return err
 		}
-		return c.clearMissing(ctx, pv)
+		return p.clearMissing(ctx, pv)
 	case identity.Unknown:
 		if diskOf(pv) == "" && v.Volume.ID != "" {
-			if err := c.recordDisk(ctx, pv, v.Volume.ID); err != nil {
+			if err := p.recordDisk(ctx, pv, v.Volume.ID); err != nil {
 				return err
 			}
-			return c.clearMissing(ctx, pv)
+			return p.clearMissing(ctx, pv)
 		}
 		if v.Volume.ID == "" {
 			return nil // nothing proves a change; the PV stays as it is
 		}
 	}
-	return c.diskChanged(ctx, pv, v)
+	return p.diskChanged(ctx, pv, v)
 }
 
 // recordDisk stamps a PV published before disks were recorded with the
 // identity of the disk its path leads to now.
-func (c *controller) recordDisk(ctx context.Context, pv *v1.PersistentVolume, id identity.ID) error {
+func (p *publisher) recordDisk(ctx context.Context, pv *v1.PersistentVolume, id identity.ID) error {
 	cp := pv.DeepCopy()
 	cp.Annotations[jobs.AnnDiskID] = string(id)
-	if _, err := c.kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
+	if _, err := p.Kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("failed to record the disk of PV %s: %w", pv.Name, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Recorded the disk of a PV", "pv", pv.Name, "disk", id)
@@ -221,85 +223,73 @@ func (c *controller) recordDisk(ctx context.Context, pv *v1.PersistentVolume, id
 // than its PV's. An unused PV goes (its disk is gone); a released one is
 // left to its cleanup Job, whose identity check wipes nothing; a used one is
 // kept and marked, and its claim's new pods are refused.
-func (c *controller) diskChanged(ctx context.Context, pv *v1.PersistentVolume, v validation.Volume) error {
+func (p *publisher) diskChanged(ctx context.Context, pv *v1.PersistentVolume, v validation.Volume) error {
 	path := pv.Annotations[jobs.AnnHostPath]
 	switch {
-	case pv.DeletionTimestamp != nil, cleanable(pv):
+	case pv.DeletionTimestamp != nil, pvops.Cleanable(pv):
 		return nil
-	case unclaimed(pv):
-		c.event(pv, v1.EventTypeWarning, "DiskReplaced", "The path %s now leads to another disk (%s, the PV's was %s); deleting the unused PV",
+	case pvops.Unclaimed(pv):
+		p.Recorder.Eventf(pv, v1.EventTypeWarning, "DiskReplaced", "The path %s now leads to another disk (%s, the PV's was %s); deleting the unused PV",
 			path, v.Volume.ID, diskOf(pv))
-		return c.deletePV(ctx, pv, true, "disk_replaced")
+		return p.Ops.Delete(ctx, pv, true, "disk_replaced")
 	}
 	if _, ok := pv.Annotations[jobs.AnnDiskReplaced]; ok {
 		return nil
 	}
 	cp := pv.DeepCopy()
-	cp.Annotations[jobs.AnnDiskReplaced] = c.clock.Now().UTC().Format("2006-01-02T15:04:05Z")
+	cp.Annotations[jobs.AnnDiskReplaced] = p.Clock.Now().UTC().Format("2006-01-02T15:04:05Z")
 	if cp.Labels == nil {
 		cp.Labels = map[string]string{}
 	}
 	cp.Labels[jobs.LabelDiskReplaced] = "true"
-	if _, err := c.kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
+	if _, err := p.Kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("failed to mark PV %s disk-replaced: %w", pv.Name, err)
 	}
-	c.queue.Add(blockedClaimsKey)
+	p.MarksChanged()
 	metrics.DiskReplacements.Inc()
 	msg := fmt.Sprintf("The path %s now leads to another disk (%s) than this PV's (%s); the PV is kept, nothing is published at "+
 		"the path while it exists, and new pods of its claim are refused; put the PV's disk back, or delete the claim and the PV",
 		path, v.Volume.ID, diskOf(pv))
-	c.event(pv, v1.EventTypeWarning, "DiskReplaced", "%s", msg)
-	c.warnClaim(ctx, pv, "DiskReplaced", msg, v1.VolumeHealthDataLoss)
+	p.Recorder.Eventf(pv, v1.EventTypeWarning, "DiskReplaced", "%s", msg)
+	p.Ops.WarnClaim(ctx, pv, "DiskReplaced", msg, v1.VolumeHealthDataLoss)
 	return nil
 }
 
 // unmarkDiskReplaced clears the mark of a PV whose disk is back at its path.
-func (c *controller) unmarkDiskReplaced(ctx context.Context, pv *v1.PersistentVolume) error {
+func (p *publisher) unmarkDiskReplaced(ctx context.Context, pv *v1.PersistentVolume) error {
 	if _, ok := pv.Annotations[jobs.AnnDiskReplaced]; !ok {
 		return nil
 	}
 	cp := pv.DeepCopy()
 	delete(cp.Annotations, jobs.AnnDiskReplaced)
 	delete(cp.Labels, jobs.LabelDiskReplaced)
-	if _, err := c.kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
+	if _, err := p.Kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("failed to clear the disk-replaced mark of PV %s: %w", pv.Name, err)
 	}
-	c.queue.Add(blockedClaimsKey)
-	c.event(pv, v1.EventTypeNormal, "DiskMatched", "The PV's disk is at %s again; pods may use it", pv.Annotations[jobs.AnnHostPath])
-	c.clearClaimHealth(ctx, pv)
+	p.MarksChanged()
+	p.Recorder.Eventf(pv, v1.EventTypeNormal, "DiskMatched", "The PV's disk is at %s again; pods may use it", pv.Annotations[jobs.AnnHostPath])
+	p.Ops.ClearClaimHealth(ctx, pv)
 	return nil
 }
 
 // adoptDisk gives the PV of a replaced machine to the current machine when
 // its path proves to lead to the same disk: a re-imaged node, a regenerated
 // machine ID. No second PV is published for the disk.
-func (c *controller) adoptDisk(ctx context.Context, node *v1.Node, pv *v1.PersistentVolume, rec, cur machine) error {
+func (p *publisher) adoptDisk(ctx context.Context, node *v1.Node, pv *v1.PersistentVolume, rec, cur machine.Identity) error {
 	cp := pv.DeepCopy()
-	setMachine(cp, cur)
+	machine.Set(cp, cur)
 	delete(cp.Annotations, jobs.AnnMachineReplaced)
 	delete(cp.Labels, jobs.LabelMachineReplaced)
-	if _, err := c.kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
+	if _, err := p.Kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("failed to hand PV %s to the new machine: %w", pv.Name, err)
 	}
-	c.queue.Add(blockedClaimsKey)
-	c.queue.Add(volKey(pv.Labels[jobs.LabelVolumeID]))
+	p.MarksChanged()
+	p.VolumeChanged(pv.Labels[jobs.LabelVolumeID])
 	metrics.DisksKeptAcrossMachines.Inc()
 	msg := fmt.Sprintf("Node %s runs on another machine (%s, was %s) but the disk at %s is the same disk (%s); the PV stays the disk's",
 		node.Name, cur, rec, pv.Annotations[jobs.AnnHostPath], diskOf(pv))
-	c.event(pv, v1.EventTypeNormal, "MachineChangedDiskKept", "%s", msg)
-	c.event(node, v1.EventTypeNormal, "MachineChangedDiskKept", "PV %s: %s", pv.Name, msg)
-	c.clearClaimHealth(ctx, pv)
+	p.Recorder.Eventf(pv, v1.EventTypeNormal, "MachineChangedDiskKept", "%s", msg)
+	p.Recorder.Eventf(node, v1.EventTypeNormal, "MachineChangedDiskKept", "PV %s: %s", pv.Name, msg)
+	p.Ops.ClearClaimHealth(ctx, pv)
 	return nil
-}
-
-// setMachine writes a machine identity into a PV's annotations.
-func setMachine(pv *v1.PersistentVolume, m machine) {
-	delete(pv.Annotations, jobs.AnnMachineID)
-	delete(pv.Annotations, jobs.AnnSystemUUID)
-	if m.id != "" {
-		pv.Annotations[jobs.AnnMachineID] = m.id
-	}
-	if m.uuid != "" {
-		pv.Annotations[jobs.AnnSystemUUID] = m.uuid
-	}
 }

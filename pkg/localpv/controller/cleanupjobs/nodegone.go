@@ -1,4 +1,4 @@
-package controller
+package cleanupjobs
 
 import (
 	"context"
@@ -8,14 +8,16 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
 )
 
-// nodeGone reports whether the release of claims on deleted nodes (package
+// NodeGone reports whether the release of claims on deleted nodes (package
 // nodecleanup) marked a PV: its Node was deleted and did not come back
 // within the class's delay, and its claim is being deleted.
-func nodeGone(pv *v1.PersistentVolume) bool {
+func NodeGone(pv *v1.PersistentVolume) bool {
 	_, ok := pv.Annotations[jobs.AnnNodeGone]
 	return ok
 }
@@ -28,26 +30,26 @@ func nodeGone(pv *v1.PersistentVolume) bool {
 // machine), the mark is removed and the PV is wiped like any other. A
 // cleanup Job of this very PV, which the mark should have prevented, is
 // left to finish.
-func (c *controller) syncNodeGonePV(ctx context.Context, pv *v1.PersistentVolume, latest *batchv1.Job) (bool, error) {
-	if !cleanable(pv) || !nodeGone(pv) || (latest != nil && latest.Annotations[jobs.AnnPVUID] == string(pv.UID)) {
+func (r *runner) syncNodeGonePV(ctx context.Context, pv *v1.PersistentVolume, latest *batchv1.Job) (bool, error) {
+	if !pvops.Cleanable(pv) || !NodeGone(pv) || (latest != nil && latest.Annotations[jobs.AnnPVUID] == string(pv.UID)) {
 		return false, nil
 	}
-	if node, err := c.nodeLister.Get(pv.Annotations[jobs.AnnNode]); err == nil && !recordedMachine(pv).differs(machineOf(node)) {
+	if node, err := r.Nodes.Get(pv.Annotations[jobs.AnnNode]); err == nil && !machine.Recorded(pv).Differs(machine.Of(node)) {
 		cp := pv.DeepCopy()
 		delete(cp.Annotations, jobs.AnnNodeGone)
-		if _, err := c.kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
+		if _, err := r.Kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
 			return true, fmt.Errorf("failed to remove %s from PV %s: %w", jobs.AnnNodeGone, pv.Name, err)
 		}
-		c.event(pv, v1.EventTypeNormal, "NodeBack", "Node %s is back on the same machine; the released PV is wiped as usual", node.Name)
+		r.Recorder.Eventf(pv, v1.EventTypeNormal, "NodeBack", "Node %s is back on the same machine; the released PV is wiped as usual", node.Name)
 		return true, nil
 	}
-	if err := c.removePVFinalizer(ctx, pv); err != nil {
+	if err := r.Ops.RemoveFinalizer(ctx, pv); err != nil {
 		return true, err
 	}
 	if pv.DeletionTimestamp != nil {
 		return true, nil
 	}
-	c.event(pv, v1.EventTypeWarning, "NodeDeleted", "Node %s was deleted at %s and did not come back; deleting the released PV without a wipe",
+	r.Recorder.Eventf(pv, v1.EventTypeWarning, "NodeDeleted", "Node %s was deleted at %s and did not come back; deleting the released PV without a wipe",
 		pv.Annotations[jobs.AnnNode], pv.Annotations[jobs.AnnNodeGone])
-	return true, c.deletePV(ctx, pv, false, metrics.ReasonNodeDeleted)
+	return true, r.Ops.Delete(ctx, pv, false, metrics.ReasonNodeDeleted)
 }

@@ -1,0 +1,202 @@
+package blockedclaims
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	admissionclient "k8s.io/client-go/kubernetes/typed/admissionregistration/v1"
+	coreclient "k8s.io/client-go/kubernetes/typed/core/v1"
+	admissionlisters "k8s.io/client-go/listers/admissionregistration/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
+	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
+)
+
+// DefaultPolicyName is the default name of the ValidatingAdmissionPolicy
+// that refuses new pods using a claim bound to a PV of a replaced machine.
+const DefaultPolicyName = "local-volume-provisioner-replaced-machine-claims"
+
+// Variable is the variable of that policy whose expression the writer
+// writes: a CEL map literal from "<namespace>.<claim>" (a namespace has no
+// dot) to the PV's name. The policy reads no params object, so it does not
+// depend on the apiserver resolving one.
+const Variable = "blockedClaims"
+
+// Key is the key of a claim in the blocked claims.
+func Key(namespace, claim string) string { return namespace + "." + claim }
+
+// Expression renders blocked claims as the CEL map literal the policy's
+// variable holds, with its keys in order, so that the same claims always
+// give the same expression.
+func Expression(claims map[string]string) string {
+	var b strings.Builder
+	b.WriteString("{")
+	for i, k := range slices.Sorted(maps.Keys(claims)) {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		// Go's quoting of a string is valid CEL: CEL takes the same escapes.
+		b.WriteString(strconv.Quote(k) + ": " + strconv.Quote(claims[k]))
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// Writer keeps the policy's blocked claims equal to the claims of the
+// master's marked PVs.
+type Writer interface {
+	// Sync counts the marked PVs and, when pods are blocked, writes the
+	// claims of those Bound to the live claim of their claimRef's name
+	// into the policy if they differ from what it holds. A policy that is
+	// missing or lacks the variable while a claim should be blocked is an
+	// error, and each marked PV gets a ClaimNotBlocked Event. It is
+	// idempotent and safe to call at any time.
+	Sync(ctx context.Context) error
+}
+
+// Config is what a Writer reads and writes.
+type Config struct {
+	// PVs lists PersistentVolumes from the master's cache.
+	PVs corelisters.PersistentVolumeLister
+	// Owns reports whether a PV is this master's.
+	Owns func(*v1.PersistentVolume) bool
+	// Claims reads the claims of marked PVs from the apiserver.
+	Claims coreclient.PersistentVolumeClaimsGetter
+	// Policies lists the admission policy from the master's cache; nil
+	// means pods are not blocked (ReplacedMachineWarn): Sync then only
+	// sets the gauges.
+	Policies admissionlisters.ValidatingAdmissionPolicyLister
+	// PolicyClient updates the policy.
+	PolicyClient admissionclient.ValidatingAdmissionPoliciesGetter
+	// PolicyName names the policy; empty means DefaultPolicyName.
+	PolicyName string
+	// Recorder records the ClaimNotBlocked Events.
+	Recorder record.EventRecorder
+}
+
+type writer struct{ Config }
+
+var _ Writer = &writer{}
+
+// New returns a Writer.
+func New(cfg Config) Writer {
+	if cfg.PolicyName == "" {
+		cfg.PolicyName = DefaultPolicyName
+	}
+	return &writer{cfg}
+}
+
+func (w *writer) Sync(ctx context.Context) error {
+	all, err := w.PVs.List(labels.SelectorFromSet(labels.Set{jobs.LabelManagedBy: jobs.ManagedByValue}))
+	if err != nil {
+		return err
+	}
+	var pvs []*v1.PersistentVolume
+	replaced := 0
+	for _, pv := range all {
+		if !w.Owns(pv) {
+			continue
+		}
+		if pv.Labels[jobs.LabelMachineReplaced] == "true" {
+			replaced++
+		}
+		if pv.Labels[jobs.LabelMachineReplaced] == "true" || pv.Labels[jobs.LabelDiskReplaced] == "true" {
+			pvs = append(pvs, pv)
+		}
+	}
+	metrics.ReplacedMachineVolumes.Set(float64(replaced))
+	if w.Policies == nil {
+		metrics.BlockedClaims.Set(0)
+		return nil
+	}
+	want := map[string]string{}
+	for _, pv := range pvs {
+		live, err := w.liveClaimOf(ctx, pv)
+		if err != nil {
+			return fmt.Errorf("failed to read the claim of PV %s: %w", pv.Name, err)
+		}
+		if live {
+			ref := pv.Spec.ClaimRef
+			want[Key(ref.Namespace, ref.Name)] = pv.Name
+		}
+	}
+	if err := w.write(ctx, want); err != nil {
+		metrics.BlockedClaims.Set(0)
+		w.warnUnenforced(pvs, err)
+		return err
+	}
+	metrics.BlockedClaims.Set(float64(len(want)))
+	return nil
+}
+
+// liveClaimOf reports whether a PV is Bound to the claim that exists now
+// under its claimRef's name: a claim deleted and created again under the
+// same name is another claim.
+func (w *writer) liveClaimOf(ctx context.Context, pv *v1.PersistentVolume) (bool, error) {
+	ref := pv.Spec.ClaimRef
+	if ref == nil || pv.Status.Phase != v1.VolumeBound || pv.DeletionTimestamp != nil {
+		return false, nil
+	}
+	claim, err := w.Claims.PersistentVolumeClaims(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return ref.UID == "" || claim.UID == ref.UID, nil
+}
+
+func (w *writer) write(ctx context.Context, want map[string]string) error {
+	name := w.PolicyName
+	policy, err := w.Policies.Get(name)
+	if apierrors.IsNotFound(err) {
+		if len(want) == 0 {
+			return nil
+		}
+		return fmt.Errorf("ValidatingAdmissionPolicy %s not found, so pods of %d blocked claims are not refused: "+
+			"apply deploy/local-volume-provisioner/admission-policy.yaml: %w", name, len(want), err)
+	}
+	if err != nil {
+		return fmt.Errorf("failed to get ValidatingAdmissionPolicy %s: %w", name, err)
+	}
+	i := slices.IndexFunc(policy.Spec.Variables, func(v admissionv1.Variable) bool { return v.Name == Variable })
+	if i < 0 {
+		return fmt.Errorf("ValidatingAdmissionPolicy %s has no variable %s, so no claim is blocked: "+
+			"apply deploy/local-volume-provisioner/admission-policy.yaml", name, Variable)
+	}
+	expr := Expression(want)
+	if policy.Spec.Variables[i].Expression == expr {
+		return nil
+	}
+	policy = policy.DeepCopy()
+	policy.Spec.Variables[i].Expression = expr
+	if _, err := w.PolicyClient.ValidatingAdmissionPolicies().Update(ctx, policy, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("failed to write the blocked claims into ValidatingAdmissionPolicy %s: %w", name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Wrote the blocked claims", "policy", name, "claims", len(want))
+	return nil
+}
+
+// warnUnenforced puts a Warning Event on each bound PV of a replaced
+// machine when its claim could not be blocked.
+func (w *writer) warnUnenforced(pvs []*v1.PersistentVolume, err error) {
+	for _, pv := range pvs {
+		if pv.Spec.ClaimRef != nil {
+			w.Recorder.Eventf(pv, v1.EventTypeWarning, "ClaimNotBlocked", "New pods of claim %s/%s are not refused: %v",
+				pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name, err)
+		}
+	}
+}

@@ -1,0 +1,139 @@
+package cleanupjobs
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/nodeplug/nodeplug/pkg/localpv/config"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
+	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
+	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
+)
+
+// Runner drives volumes' cleanups. It is safe for concurrent use.
+type Runner interface {
+	// Sync drives the cleanup of one volume: it starts, retries or
+	// finishes its cleanup Jobs and deletes or lets go of its PV. An error
+	// means the volume is to be synced again.
+	Sync(ctx context.Context, id string) error
+	// Ensure creates a cleanup Job for a PV unless one for it exists. A PV
+	// that cannot be wiped gets a CleanupRefused Event and an error, so
+	// that it is kept.
+	Ensure(ctx context.Context, pv *v1.PersistentVolume) error
+	// ForgetJob drops what is remembered of a deleted Job.
+	ForgetJob(uid types.UID)
+}
+
+// Volumes finds a volume's PV and cleanup Jobs in the master's caches.
+type Volumes interface {
+	// PV returns the master's PV of a volume, or nil.
+	PV(id string) (*v1.PersistentVolume, error)
+	// Jobs returns a volume's cleanup Jobs, oldest attempt first.
+	Jobs(id string) ([]*batchv1.Job, error)
+}
+
+// Config is what a Runner reads, writes and tells.
+type Config struct {
+	// Provisioner is the parsed ConfigMap.
+	Provisioner *config.Configuration
+	Params      jobs.Params
+	// Kube reads and writes PVs and the master's Jobs.
+	Kube    kubernetes.Interface
+	Volumes Volumes
+	Nodes   corelisters.NodeLister
+	Pods    corelisters.PodLister
+	Ops     pvops.Interface
+	Unwiped unwiped.Store
+	// Recorder and Clock; RetryBase and RetryMax bound the backoff of
+	// failed attempts.
+	Recorder            record.EventRecorder
+	Clock               clock.PassiveClock
+	RetryBase, RetryMax time.Duration
+	// RequestDiscovery asks for a discovery run on a node, once a volume
+	// is released.
+	RequestDiscovery func(node string)
+	// Requeue asks for the volume to be synced again after a delay.
+	Requeue func(id string, after time.Duration)
+}
+
+type runner struct {
+	Config
+
+	mu sync.Mutex
+	// seenJobs holds finished Jobs whose result was already counted in
+	// metrics and events.
+	seenJobs map[string]bool
+}
+
+var _ Runner = &runner{}
+
+// New returns a Runner.
+func New(cfg Config) Runner {
+	return &runner{Config: cfg, seenJobs: map[string]bool{}}
+}
+
+func (r *runner) backoff(n int) time.Duration { return jobs.Backoff(r.RetryBase, r.RetryMax, n) }
+
+// firstSeen reports whether a finished Job's result is seen for the first
+// time, and remembers it.
+func (r *runner) firstSeen(uid types.UID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.seenJobs[string(uid)] {
+		return false
+	}
+	r.seenJobs[string(uid)] = true
+	return true
+}
+
+func (r *runner) ForgetJob(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.seenJobs, string(uid))
+	delete(r.seenJobs, string(mismatchKey(uid)))
+}
+
+// jobPods returns the pods of a Job from the cache.
+func (r *runner) jobPods(job *batchv1.Job) ([]*v1.Pod, error) {
+	return r.Pods.Pods(job.Namespace).List(labels.SelectorFromSet(labels.Set{batchv1.JobNameLabel: job.Name}))
+}
+
+// podMessage returns the first termination message of a Job's failed pods,
+// for Events.
+func (r *runner) podMessage(job *batchv1.Job) string {
+	pods, err := r.jobPods(job)
+	if err != nil {
+		return ""
+	}
+	return pvops.Truncate(jobs.FailureMessage(pods), 512)
+}
+
+// replacedPV reports whether a PV's machine no longer runs under its node's
+// name, from its mark or from the node in the cache.
+func (r *runner) replacedPV(pv *v1.PersistentVolume) bool {
+	if machine.Marked(pv) {
+		return true
+	}
+	node, err := r.Nodes.Get(pv.Annotations[jobs.AnnNode])
+	return err == nil && machine.Recorded(pv).Differs(machine.Of(node))
+}
+
+// finishReturnedDisk forgets the unwiped disk a succeeded Job wiped.
+func (r *runner) finishReturnedDisk(ctx context.Context, job *batchv1.Job) error {
+	key := job.Annotations[jobs.AnnUnwipedDisk]
+	if key == "" {
+		return nil
+	}
+	return r.Unwiped.Forget(ctx, key)
+}
