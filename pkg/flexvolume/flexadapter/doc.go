@@ -1,4 +1,4 @@
-// Package flexvolume adapts nodeplug's flexvolume prober
+// Package flexadapter adapts nodeplug's flexvolume prober
 // (pkg/flexvolume/prober) and driver client (pkg/flexvolume/driver) to the
 // volume plugin interfaces of upstream's k8s.io/kubernetes/pkg/volume, so
 // that the VolumePluginMgr embedded in the kubelet and the

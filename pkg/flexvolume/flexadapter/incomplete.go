@@ -28,7 +28,7 @@ const pendingDirName = ".nodeplug-pending"
 const maxStackedMounts = 8
 
 // podMountVerifier is what the kubelet's mounter offers when mount pods
-// are on (pkg/volume/util/podmount): it checks that a mount a driver made
+// are on (pkg/mountpod/mounter): it checks that a mount a driver made
 // in a mount pod reached the host, and undoes one that did not.
 type podMountVerifier interface {
 	VerifyPodMount(target string) error

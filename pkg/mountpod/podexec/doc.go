@@ -1,4 +1,4 @@
-// Package exec is VolumeExec: a k8s.io/utils/exec.Interface that runs a
+// Package podexec is VolumeExec: a k8s.io/utils/exec.Interface that runs a
 // volume plugin's utilities (mount, mkfs, fsck, blkid, flexvolume drivers)
 // either on the host or in the plugin's mount pod (pkg/mountpod), as the
 // "mount utilities in pods" design asks.
@@ -10,4 +10,4 @@
 // kubelet (no API server round trip), or the API's pods/exec in the
 // controller-manager. What the CRI cannot do (stdin, environment, working
 // directory, streaming) fails with ErrUnsupported instead of being dropped.
-package volexec
+package podexec

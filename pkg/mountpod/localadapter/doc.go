@@ -1,7 +1,7 @@
-// Package local is a thin adapter around upstream's "kubernetes.io/local-volume"
+// Package localadapter is a thin adapter around upstream's "kubernetes.io/local-volume"
 // plugin for --experimental-mount-namespace: the wrapped plugin formats and
 // checks block-backed local PersistentVolumes (blkid, mkfs.<fsType>,
-// fsck) through a VolumeExec (pkg/volume/util/volexec), so that those
+// fsck) through a VolumeExec (pkg/mountpod/podexec), so that those
 // utilities run in the plugin's mount pod. Everything else is upstream's.
 //
 // Upstream's local plugin builds its SafeFormatAndMount with a host exec and
@@ -10,4 +10,4 @@
 // added for read-only specs, and a failed mount removes the mount point.
 // Directories, block-mode volumes, unmounting and expansion are upstream's
 // (node expansion runs resize tools on the host).
-package localexec
+package localadapter

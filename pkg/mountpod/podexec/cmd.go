@@ -1,4 +1,4 @@
-package volexec
+package podexec
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package podmount
+package mounter
 
 import (
 	"context"
@@ -81,7 +81,7 @@ func (e nsExec) Command(cmd string, args ...string) utilexec.Cmd {
 func TestMounterRealNamespaces(t *testing.T) {
 	testutil.RequireMount(t)
 	testutil.RequireCommand(t, "unshare", "nsenter", "mount", "umount")
-	root, err := os.MkdirTemp("/tmp", "np-podmount-")
+	root, err := os.MkdirTemp("/tmp", "np-mounter-")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package localexec
+package localadapter
 
 import (
 	"errors"

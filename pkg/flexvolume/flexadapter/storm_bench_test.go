@@ -16,7 +16,7 @@ import (
 //
 // Opt-in, as each iteration takes over 10 s:
 //
-//	NODEPLUG_STORM=1 go test -run XXX -bench Storm -benchtime 3x ./pkg/volume/flexadapter/
+//	NODEPLUG_STORM=1 go test -run XXX -bench Storm -benchtime 3x ./pkg/flexvolume/flexadapter/
 func BenchmarkStorm(b *testing.B) {
 	if os.Getenv("NODEPLUG_STORM") == "" {
 		b.Skip("set NODEPLUG_STORM=1 to run the storm benchmark")

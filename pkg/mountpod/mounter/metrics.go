@@ -1,4 +1,4 @@
-package podmount
+package mounter
 
 import (
 	"sync"

@@ -1,4 +1,4 @@
-package podmount
+package mounter
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/mountpod"
 )
 
-// Router is what the Mounter needs of pkg/volume/util/volexec's Router.
+// Router is what the Mounter needs of pkg/mountpod/podexec's Router.
 type Router interface {
 	ForPlugin(plugin string) utilexec.Interface
 }
