@@ -133,8 +133,9 @@ func useMountPods(ctx context.Context, s *options.KubeletServer, deps *kubelet.D
 	// propagation serves nothing: its mounts would not reach the host.
 	mp.finder.RequirePropagation(root)
 	mp.router = podexec.NewRouter(mp.finder, cri, groupexec.New(), podexec.Options{Timeout: o.execTimeout})
-	deps.Mounter = mounter.New(ctx, deps.Mounter, root, mp.finder, mp.router)
-	if deps.VolumePlugins, err = localadapter.Wrap(deps.VolumePlugins, mp.router.ForPlugin(localadapter.PluginName)); err != nil {
+	podMounter := mounter.New(ctx, deps.Mounter, root, mp.router)
+	deps.Mounter = podMounter
+	if deps.VolumePlugins, err = localadapter.Wrap(deps.VolumePlugins, podMounter.Operation); err != nil {
 		return nil, fmt.Errorf("--experimental-mount-namespace: %w", err)
 	}
 	pub := flexdrivers.New(mp.driverDir, mp.finder)

@@ -1,8 +1,10 @@
 // Package localadapter is a thin adapter around upstream's "kubernetes.io/local-volume"
 // plugin for --experimental-mount-namespace: the wrapped plugin formats and
 // checks block-backed local PersistentVolumes (blkid, mkfs.<fsType>,
-// fsck) through a VolumeExec (pkg/mountpod/podexec), so that those
-// utilities run in the plugin's mount pod. Everything else is upstream's.
+// fsck, then mount) through one Operation, the mounter and the exec of a
+// single resolve of pod or host (pkg/mountpod/mounter,
+// pkg/mountpod/podexec), so that those utilities run together in the
+// plugin's mount pod. Everything else is upstream's.
 //
 // Upstream's local plugin builds its SafeFormatAndMount with a host exec and
 // offers no seam, so MountDevice for block devices is nodeplug's own code;

@@ -18,9 +18,16 @@ const PluginName = "kubernetes.io/local-volume"
 
 const defaultFSType = "ext4"
 
+// Operation returns, resolved once, the mounter and the exec that run one
+// format-and-mount of plugin (blkid, mkfs, fsck and mount) in one place:
+// the plugin's mount pod or the host. pkg/mountpod/mounter's
+// Mounter.Operation is the kubelet's.
+type Operation func(plugin string) (mount.Interface, utilexec.Interface, error)
+
 // Wrap returns plugins with the local plugin replaced by one that formats
-// through exec. It returns an error if there is no local plugin.
-func Wrap(plugins []volume.VolumePlugin, exec utilexec.Interface) ([]volume.VolumePlugin, error) {
+// and mounts block-backed PVs through op. It returns an error if there is
+// no local plugin.
+func Wrap(plugins []volume.VolumePlugin, op Operation) ([]volume.VolumePlugin, error) {
 	out := make([]volume.VolumePlugin, len(plugins))
 	found := false
 	for i, p := range plugins {
@@ -32,7 +39,7 @@ func Wrap(plugins []volume.VolumePlugin, exec utilexec.Interface) ([]volume.Volu
 		if !ok {
 			return nil, fmt.Errorf("upstream's %s plugin no longer implements the interfaces nodeplug wraps", PluginName)
 		}
-		out[i] = &plugin{upstreamLocal: up, exec: exec}
+		out[i] = &plugin{upstreamLocal: up, op: op}
 		found = true
 	}
 	if !found {
@@ -52,8 +59,7 @@ type upstreamLocal interface {
 
 type plugin struct {
 	upstreamLocal
-	exec utilexec.Interface
-	host volume.VolumeHost
+	op Operation
 }
 
 var _ upstreamLocal = &plugin{}
@@ -68,27 +74,21 @@ func (p *plugin) NewBlockVolumeUnmapper(name string, uid types.UID) (volume.Bloc
 	return p.upstreamLocal.NewBlockVolumeUnmapper(name, uid)
 }
 
-func (p *plugin) Init(host volume.VolumeHost) error {
-	p.host = host
-	return p.upstreamLocal.Init(host)
-}
-
 func (p *plugin) NewDeviceMounter() (volume.DeviceMounter, error) {
 	up, err := p.upstreamLocal.NewDeviceMounter()
 	if err != nil {
 		return nil, err
 	}
-	return &deviceMounter{DeviceMounter: up, mounter: p.host.GetMounter(), exec: p.exec}, nil
+	return &deviceMounter{DeviceMounter: up, op: p.op}, nil
 }
 
 type deviceMounter struct {
 	volume.DeviceMounter
-	mounter mount.Interface
-	exec    utilexec.Interface
+	op Operation
 }
 
-// MountDevice formats (if blank) and mounts a block-backed local PV through
-// the VolumeExec; other paths are upstream's.
+// MountDevice formats (if blank) and mounts a block-backed local PV where
+// one Operation resolves to; other paths are upstream's.
 func (d *deviceMounter) MountDevice(spec *volume.Spec, devicePath, deviceMountPath string, args volume.DeviceMounterArgs) error {
 	src := localSource(spec)
 	if src == nil || src.Path == "" {
@@ -109,7 +109,11 @@ func localSource(spec *volume.Spec) *v1.LocalVolumeSource {
 }
 
 func (d *deviceMounter) formatAndMount(spec *volume.Spec, src *v1.LocalVolumeSource, target string) error {
-	notMnt, err := d.mounter.IsLikelyNotMountPoint(target)
+	mounter, exec, err := d.op(PluginName)
+	if err != nil {
+		return fmt.Errorf("local: formatting and mounting %s at %s: %w", src.Path, target, err)
+	}
+	notMnt, err := mounter.IsLikelyNotMountPoint(target)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		if err := os.MkdirAll(target, 0o750); err != nil {
@@ -129,7 +133,7 @@ func (d *deviceMounter) formatAndMount(spec *volume.Spec, src *v1.LocalVolumeSou
 		base = append(base, "ro")
 	}
 	options := util.MountOptionFromSpec(spec, base...)
-	sfm := mount.NewSafeFormatAndMount(d.mounter, d.exec)
+	sfm := mount.NewSafeFormatAndMount(mounter, exec)
 	if err := sfm.FormatAndMount(src.Path, target, fstype, options); err != nil {
 		if rmErr := os.Remove(target); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
 			err = errors.Join(err, fmt.Errorf("removing %s: %w", target, rmErr))

@@ -2,6 +2,7 @@ package localadapter
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -46,9 +47,21 @@ func localSpec(path string) *volume.Spec {
 	}, false)
 }
 
-func newWrapped(t *testing.T, exec utilexec.Interface, mounter mount.Interface) volume.DeviceMountableVolumePlugin {
+// operation hands out mounter and exec, and counts the resolves.
+type operation struct {
+	mounter mount.Interface
+	exec    utilexec.Interface
+	plugins []string
+}
+
+func (o *operation) resolve(plugin string) (mount.Interface, utilexec.Interface, error) {
+	o.plugins = append(o.plugins, plugin)
+	return o.mounter, o.exec, nil
+}
+
+func newWrapped(t *testing.T, op Operation) volume.DeviceMountableVolumePlugin {
 	t.Helper()
-	plugins, err := Wrap(upstreamlocal.ProbeVolumePlugins(), exec)
+	plugins, err := Wrap(upstreamlocal.ProbeVolumePlugins(), op)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,16 +77,17 @@ func newWrapped(t *testing.T, exec utilexec.Interface, mounter mount.Interface) 
 	return p
 }
 
-// TestFormatThroughVolumeExec: a blank block device is probed and formatted
-// through the VolumeExec (here the host's tools, recorded), then mounted
-// through the host's mounter.
+// TestFormatThroughVolumeExec: a blank block device is probed, formatted
+// and mounted through the mounter and exec of one resolve (here the host's
+// tools, recorded, and a fake mounter).
 func TestFormatThroughVolumeExec(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.RequireCommand(t, "blkid", "mkfs.ext4")
 	dev := lpvtestutil.LoopDevice(t, 16<<20)
 	rec := &recordingExec{Interface: utilexec.New()}
-	p := newWrapped(t, rec, nil)
-	dm, err := p.NewDeviceMounter()
+	fm := mount.NewFakeMounter(nil)
+	op := &operation{mounter: fm, exec: rec}
+	dm, err := newWrapped(t, op.resolve).NewDeviceMounter()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,6 +99,9 @@ func TestFormatThroughVolumeExec(t *testing.T) {
 	if !strings.Contains(got, "blkid") || !strings.Contains(got, "mkfs.ext4") {
 		t.Fatalf("VolumeExec ran %q, want blkid and mkfs.ext4", got)
 	}
+	if log := fm.GetLog(); len(op.plugins) != 1 || op.plugins[0] != PluginName || len(log) != 1 || log[0].Action != "mount" {
+		t.Fatalf("resolved %v, mounter ran %v; want one resolve of %s and its mounter's mount", op.plugins, log, PluginName)
+	}
 	out, err := utilexec.New().Command("blkid", "-o", "value", "-s", "TYPE", dev).CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "ext4" {
 		t.Fatalf("device type %q, %v", out, err)
@@ -94,7 +111,8 @@ func TestFormatThroughVolumeExec(t *testing.T) {
 // TestDirectoryIsUpstreams: a directory-backed PV never touches the exec.
 func TestDirectoryIsUpstreams(t *testing.T) {
 	rec := &recordingExec{Interface: utilexec.New()}
-	dm, err := newWrapped(t, rec, nil).NewDeviceMounter()
+	op := &operation{mounter: mount.NewFakeMounter(nil), exec: rec}
+	dm, err := newWrapped(t, op.resolve).NewDeviceMounter()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,13 +120,29 @@ func TestDirectoryIsUpstreams(t *testing.T) {
 	if err := dm.MountDevice(localSpec(dir), dir, dir, volume.DeviceMounterArgs{}); err != nil {
 		t.Fatal(err)
 	}
-	if len(rec.ran) != 0 {
-		t.Fatalf("exec ran %v for a directory", rec.ran)
+	if len(rec.ran) != 0 || len(op.plugins) != 0 {
+		t.Fatalf("exec ran %v, %d resolves for a directory", rec.ran, len(op.plugins))
 	}
 }
 
 func TestWrapWithoutLocal(t *testing.T) {
-	if _, err := Wrap(nil, utilexec.New()); err == nil {
+	if _, err := Wrap(nil, (&operation{}).resolve); err == nil {
 		t.Fatal("no error without a local plugin")
+	}
+}
+
+// TestOperationErrorFailsMountDevice: when no place can run the
+// format-and-mount (no pod and the host lacks the tools, or the pod cache
+// has not synced), MountDevice fails with that error and runs nothing.
+func TestOperationErrorFailsMountDevice(t *testing.T) {
+	testutil.RequireRoot(t)
+	dev := lpvtestutil.LoopDevice(t, 16<<20)
+	noPlace := errors.New("no Running and Ready pod has label mount.kubernetes.io/local-volume=true")
+	dm, err := newWrapped(t, func(string) (mount.Interface, utilexec.Interface, error) { return nil, nil, noPlace }).NewDeviceMounter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dm.MountDevice(localSpec(dev), dev, filepath.Join(t.TempDir(), "global"), volume.DeviceMounterArgs{}); !errors.Is(err, noPlace) {
+		t.Fatalf("err %v, want %v", err, noPlace)
 	}
 }

@@ -11,21 +11,20 @@ import (
 
 	"k8s.io/klog/v2"
 	"k8s.io/mount-utils"
-	utilexec "k8s.io/utils/exec"
 
-	"github.com/nodeplug/nodeplug/pkg/mountpod"
+	"github.com/nodeplug/nodeplug/pkg/mountpod/podexec"
 )
 
-// Router is what the Mounter needs of pkg/mountpod/podexec's Router.
+// Router is what the Mounter needs of pkg/mountpod/podexec's Router: one
+// resolve of pod or host per operation.
 type Router interface {
-	ForPlugin(plugin string) utilexec.Interface
+	Resolve(req podexec.Request) (*podexec.Route, error)
 }
 
 // Mounter routes mounts and unmounts of plugins that have a mount pod.
 type Mounter struct {
 	mount.Interface
 	root   string
-	finder mountpod.Finder
 	router Router
 	logger klog.Logger
 }
@@ -37,27 +36,29 @@ var (
 
 // New wraps host, the kubelet's mounter, for the kubelet root dir root.
 // ctx carries the logger (mount.Interface calls take no context).
-func New(ctx context.Context, host mount.Interface, root string, finder mountpod.Finder, router Router) *Mounter {
+func New(ctx context.Context, host mount.Interface, root string, router Router) *Mounter {
 	registerMetrics()
-	return &Mounter{Interface: host, root: root, finder: finder, router: router, logger: klog.FromContext(ctx)}
+	return &Mounter{Interface: host, root: root, router: router, logger: klog.FromContext(ctx)}
 }
 
-// podFor returns the plugin whose pod should run a mount at target, or ""
-// for the host. An error means a pod may serve it but cannot be asked yet.
-func (m *Mounter) podFor(target string) (string, error) {
+// resolve decides, once for the operation at target, where utility runs:
+// a nil route means the host mounter (no plugin owns target, or the
+// router's rule picks the host). Every command of the operation (a mount
+// and the undo of one that did not reach the host, an unmount) runs on
+// that route; a pod gone meanwhile fails it rather than moving it.
+func (m *Mounter) resolve(target, utility string) (*podexec.Route, error) {
 	plugin := PluginForPath(m.root, target)
 	if plugin == "" {
-		return "", nil
+		return nil, nil
 	}
-	_, err := m.finder.Find(plugin)
-	var noPod *mountpod.NoPodError
-	switch {
-	case err == nil:
-		return plugin, nil
-	case errors.As(err, &noPod):
-		return "", nil
+	rt, err := m.router.Resolve(podexec.Request{Plugin: plugin, Executable: utility})
+	if err != nil {
+		return nil, fmt.Errorf("%s at %s: %w", utility, target, err)
 	}
-	return "", fmt.Errorf("mounting at %s for plugin %s: %w", target, plugin, err)
+	if _, inPod := rt.Pod(); !inPod {
+		return nil, nil
+	}
+	return rt, nil
 }
 
 // hostOnly reports mounts that need no utility.
@@ -84,14 +85,21 @@ func (m *Mounter) MountSensitiveWithoutSystemd(source, target, fstype string, op
 // MountSensitiveWithoutSystemdWithMountFlags runs mount in the plugin's
 // pod, or hands the call to the host mounter unchanged.
 func (m *Mounter) MountSensitiveWithoutSystemdWithMountFlags(source, target, fstype string, options, sensitive, flags []string) error {
+	var rt *podexec.Route
 	if !hostOnly(fstype, options) {
-		plugin, err := m.podFor(target)
-		if err != nil {
+		var err error
+		if rt, err = m.resolve(target, "mount"); err != nil {
 			return err
 		}
-		if plugin != "" {
-			return m.runMount(plugin, source, target, fstype, options, sensitive, flags)
-		}
+	}
+	return m.mountOn(rt, source, target, fstype, options, sensitive, flags)
+}
+
+// mountOn mounts on rt, a mount pod's route, or with the host mounter when
+// rt is nil or the mount needs no utility.
+func (m *Mounter) mountOn(rt *podexec.Route, source, target, fstype string, options, sensitive, flags []string) error {
+	if rt != nil && !hostOnly(fstype, options) {
+		return m.runMount(rt, source, target, fstype, options, sensitive, flags)
 	}
 	if len(flags) > 0 {
 		return m.Interface.MountSensitiveWithoutSystemdWithMountFlags(source, target, fstype, options, sensitive, flags)
@@ -99,7 +107,7 @@ func (m *Mounter) MountSensitiveWithoutSystemdWithMountFlags(source, target, fst
 	return m.Interface.MountSensitive(source, target, fstype, options, sensitive)
 }
 
-func (m *Mounter) runMount(plugin, source, target, fstype string, options, sensitive, flags []string) error {
+func (m *Mounter) runMount(rt *podexec.Route, source, target, fstype string, options, sensitive, flags []string) error {
 	args := slices.Clone(flags)
 	if fstype != "" {
 		args = append(args, "-t", fstype)
@@ -108,17 +116,17 @@ func (m *Mounter) runMount(plugin, source, target, fstype string, options, sensi
 		args = append(args, "-o", strings.Join(all, ","))
 	}
 	args = append(args, source, target)
-	m.logger.V(2).Info("Mounting in mount pod", "plugin", plugin, "source", source, "target", target, "fstype", fstype)
-	out, err := m.router.ForPlugin(plugin).Command("mount", args...).CombinedOutput()
+	m.logger.V(2).Info("Mounting in mount pod", "plugin", rt.Plugin(), "pod", rt.String(), "source", source, "target", target, "fstype", fstype)
+	out, err := rt.Command("mount", args...).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("mount of %s at %s (fstype %q) in the mount pod of %s failed: %w; output: %s",
-			source, target, fstype, plugin, err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("mount of %s at %s (fstype %q) in %s for %s failed: %w; output: %s",
+			source, target, fstype, rt, rt.Plugin(), err, strings.TrimSpace(string(out)))
 	}
 	if onHost, err := m.hostSees(target); err != nil || onHost {
 		return err
 	}
-	_, uerr := m.removePodOnly(plugin, target)
-	return m.notPropagated(plugin, target, uerr)
+	_, uerr := m.removePodOnly(rt, target)
+	return m.notPropagated(rt.Plugin(), target, uerr)
 }
 
 // NotPropagatedError: a mount made in a mount pod did not reach the host.
@@ -153,41 +161,41 @@ func (m *Mounter) notPropagated(plugin, target string, undo error) error {
 // *NotPropagatedError; no mount on either side is fine (a driver may mount
 // nothing). Targets no pod serves are not checked.
 func (m *Mounter) VerifyPodMount(target string) error {
-	plugin, err := m.podFor(target)
-	if err != nil || plugin == "" {
+	rt, err := m.resolve(target, "umount")
+	if err != nil || rt == nil {
 		return err
 	}
 	if onHost, err := m.hostSees(target); err != nil || onHost {
 		return err
 	}
-	removed, _ := m.removePodOnly(plugin, target)
+	removed, _ := m.removePodOnly(rt, target)
 	if !removed {
 		return nil
 	}
-	return m.notPropagated(plugin, target, nil)
+	return m.notPropagated(rt.Plugin(), target, nil)
 }
 
 // Unmount runs umount in the pod of the plugin that owns target, if any.
 func (m *Mounter) Unmount(target string) error {
-	plugin, err := m.podFor(target)
+	rt, err := m.resolve(target, "umount")
 	if err != nil {
 		return err
 	}
-	if plugin == "" {
+	if rt == nil {
 		return m.Interface.Unmount(target)
 	}
-	return m.runUnmount(plugin, target)
+	return m.runUnmount(rt, target)
 }
 
 // UnmountWithForce unmounts with umount -f in the pod, or asks the host
 // mounter.
 func (m *Mounter) UnmountWithForce(target string, timeout time.Duration) error {
-	plugin, err := m.podFor(target)
+	rt, err := m.resolve(target, "umount")
 	if err != nil {
 		return err
 	}
-	if plugin != "" {
-		return m.runUnmount(plugin, target, "-f")
+	if rt != nil {
+		return m.runUnmount(rt, target, "-f")
 	}
 	if f, ok := m.Interface.(mount.MounterForceUnmounter); ok {
 		return f.UnmountWithForce(target, timeout)
@@ -200,13 +208,14 @@ func (m *Mounter) UnmountWithForce(target string, timeout time.Duration) error {
 // Bidirectional propagation), the unmount is finished on the host if the
 // host sees a mount there; when neither sees one, there is nothing left to
 // unmount. Teardown never waits on a mount that only the other side has.
-func (m *Mounter) runUnmount(plugin, target string, flags ...string) error {
-	m.logger.V(2).Info("Unmounting in mount pod", "plugin", plugin, "target", target)
-	out, err := m.router.ForPlugin(plugin).Command("umount", append(flags, target)...).CombinedOutput()
+func (m *Mounter) runUnmount(rt *podexec.Route, target string, flags ...string) error {
+	plugin := rt.Plugin()
+	m.logger.V(2).Info("Unmounting in mount pod", "plugin", plugin, "pod", rt.String(), "target", target)
+	out, err := rt.Command("umount", append(flags, target)...).CombinedOutput()
 	if err == nil {
 		return nil
 	}
-	podErr := fmt.Errorf("umount of %s in the mount pod of %s failed: %w; output: %s", target, plugin, err, strings.TrimSpace(string(out)))
+	podErr := fmt.Errorf("umount of %s in %s for %s failed: %w; output: %s", target, rt, plugin, err, strings.TrimSpace(string(out)))
 	onHost, herr := m.hostSees(target)
 	switch {
 	case herr != nil:
@@ -241,12 +250,12 @@ func (m *Mounter) hostSees(target string) (bool, error) {
 	return isMnt, nil
 }
 
-// removePodOnly unmounts target in the plugin's pod and reports whether
+// removePodOnly unmounts target in the route's pod and reports whether
 // there was a mount to remove there. Called when the host sees none.
-func (m *Mounter) removePodOnly(plugin, target string) (bool, error) {
-	out, err := m.router.ForPlugin(plugin).Command("umount", target).CombinedOutput()
+func (m *Mounter) removePodOnly(rt *podexec.Route, target string) (bool, error) {
+	out, err := rt.Command("umount", target).CombinedOutput()
 	if err != nil {
-		return false, fmt.Errorf("umount of %s in the mount pod of %s: %w; output: %s", target, plugin, err, strings.TrimSpace(string(out)))
+		return false, fmt.Errorf("umount of %s in %s for %s: %w; output: %s", target, rt, rt.Plugin(), err, strings.TrimSpace(string(out)))
 	}
 	return true, nil
 }

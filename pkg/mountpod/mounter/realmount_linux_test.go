@@ -1,6 +1,7 @@
 package mounter
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -9,11 +10,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 	"k8s.io/mount-utils"
 	utilexec "k8s.io/utils/exec"
 
+	"github.com/nodeplug/nodeplug/pkg/mountpod"
 	"github.com/nodeplug/nodeplug/pkg/util/testutil"
 )
 
@@ -51,8 +54,18 @@ func startNSPod(t *testing.T, shared bool) *nsPod {
 	return &nsPod{pid: pid}
 }
 
-// ForPlugin implements Router: every command runs in the pod's namespace.
-func (p *nsPod) ForPlugin(string) utilexec.Interface { return nsExec{pid: p.pid} }
+// ExecInPod implements podexec.PodExecutor: every command runs in the
+// pod's mount namespace.
+func (p *nsPod) ExecInPod(ctx context.Context, _ mountpod.Target, argv []string, _ time.Duration) ([]byte, []byte, error) {
+	cmd := exec.CommandContext(ctx, "nsenter", append([]string{"-t", p.pid, "-m", "--"}, argv...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+		err = utilexec.CodeExitError{Err: err, Code: ee.ExitCode()}
+	}
+	return stdout.Bytes(), stderr.Bytes(), err
+}
 
 func (p *nsPod) sees(t *testing.T, target string) bool {
 	raw, err := os.ReadFile("/proc/" + p.pid + "/mountinfo")
@@ -65,15 +78,6 @@ func (p *nsPod) sees(t *testing.T, target string) bool {
 		}
 	}
 	return false
-}
-
-type nsExec struct {
-	utilexec.Interface
-	pid string
-}
-
-func (e nsExec) Command(cmd string, args ...string) utilexec.Cmd {
-	return utilexec.New().Command("nsenter", append([]string{"-t", e.pid, "-m", "--", cmd}, args...)...)
 }
 
 // TestMounterRealNamespaces runs the Mounter against real mounts: the
@@ -107,7 +111,7 @@ func TestMounterRealNamespaces(t *testing.T) {
 
 	t.Run("Bidirectional: the pod's mount reaches the host, and its unmount too", func(t *testing.T) {
 		pod := startNSPod(t, true)
-		m := New(context.Background(), host, root, served, pod)
+		m := New(context.Background(), host, root, newRouter(&served, pod))
 		if err := m.Mount("none", device, "mqueue", nil); err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +127,7 @@ func TestMounterRealNamespaces(t *testing.T) {
 	})
 	t.Run("private: the pod's mount is undone and the mount fails naming the fix", func(t *testing.T) {
 		pod := startNSPod(t, false)
-		m := New(context.Background(), host, root, served, pod)
+		m := New(context.Background(), host, root, newRouter(&served, pod))
 		err := m.Mount("none", device, "mqueue", nil)
 		var np *NotPropagatedError
 		if !errors.As(err, &np) || !strings.Contains(err.Error(), "mountPropagation: Bidirectional") {
@@ -135,7 +139,7 @@ func TestMounterRealNamespaces(t *testing.T) {
 	})
 	t.Run("private: a host bind mount the pod cannot see is unmounted on the host", func(t *testing.T) {
 		pod := startNSPod(t, false)
-		m := New(context.Background(), host, root, served, pod)
+		m := New(context.Background(), host, root, newRouter(&served, pod))
 		if err := m.Mount(device, consumer, "", []string{"bind"}); err != nil {
 			t.Fatal(err)
 		}

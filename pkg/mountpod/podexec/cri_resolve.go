@@ -25,6 +25,11 @@ const (
 // the node.
 var ErrContainerMismatch = errors.New("the container ID in the mount pod's status is not the runtime's container of that pod")
 
+// ErrPodGone: the runtime runs no container of the mount pod an operation
+// was resolved to (it was deleted or restarted since). The operation fails;
+// it is not moved to the host or to another pod.
+var ErrPodGone = errors.New("the mount pod's container is not running")
+
 // resolve asks the runtime which running container is t's: the one whose
 // runtime labels carry t's pod UID, namespace, name and container name. The
 // API status's ID must be that container.
@@ -55,7 +60,7 @@ func (e *CRIExecutor) resolve(ctx context.Context, t mountpod.Target) (string, e
 	}
 	switch {
 	case len(ids) == 0:
-		return "", fmt.Errorf("mount pod %s (uid %s): the runtime has no running container of that pod and name", t, t.UID)
+		return "", fmt.Errorf("%w: mount pod %s (uid %s): the runtime has no running container of that pod and name", ErrPodGone, t, t.UID)
 	case len(ids) > 1:
 		return "", fmt.Errorf("mount pod %s (uid %s): the runtime has %d running containers of that pod and name", t, t.UID, len(ids))
 	case t.ContainerID != "" && t.ContainerID != ids[0]:

@@ -2,9 +2,7 @@ package podexec
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"path"
 	"path/filepath"
 	"strings"
@@ -27,10 +25,11 @@ type Options struct {
 	LookPath func(file string) (string, error)
 }
 
-// Router hands out VolumeExec instances that route each command to the
-// plugin's mount pod or to the host.
+// Router resolves, once per operation, whether it runs in the plugin's
+// mount pod or on the host (Resolve), and hands out VolumeExec instances
+// that do so for each command.
 type Router struct {
-	finder mountpod.Finder
+	finder Finder
 	pods   PodExecutor
 	host   utilexec.Interface
 	opts   Options
@@ -38,7 +37,7 @@ type Router struct {
 
 // NewRouter returns a Router. host runs commands on the host (for
 // flexvolume drivers, pkg/util/groupexec).
-func NewRouter(finder mountpod.Finder, pods PodExecutor, host utilexec.Interface, opts Options) *Router {
+func NewRouter(finder Finder, pods PodExecutor, host utilexec.Interface, opts Options) *Router {
 	registerMetrics()
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
@@ -49,24 +48,8 @@ func NewRouter(finder mountpod.Finder, pods PodExecutor, host utilexec.Interface
 	return &Router{finder: finder, pods: pods, host: host, opts: opts}
 }
 
-// UtilityNotFoundError: neither a mount pod nor the host can run a
-// utility. It unwraps to utilexec.ErrExecutableNotFound and to the
-// *mountpod.NoPodError, whose message names the missing pod's label.
-type UtilityNotFoundError struct {
-	Utility string
-	NoPod   *mountpod.NoPodError
-}
-
-func (e *UtilityNotFoundError) Error() string {
-	return fmt.Sprintf("%s is not installed on the host, and %v", e.Utility, e.NoPod)
-}
-
-func (e *UtilityNotFoundError) Unwrap() []error {
-	return []error{utilexec.ErrExecutableNotFound, e.NoPod}
-}
-
-// ForPlugin returns the VolumeExec of plugin: every command runs in the pod
-// that serves plugin, else on the host if the host has it.
+// ForPlugin returns the VolumeExec of plugin: each command is an operation
+// of its own, resolved once (Resolve) and run there.
 func (r *Router) ForPlugin(plugin string) utilexec.Interface {
 	return &pluginExec{r: r, plugin: plugin}
 }
@@ -81,46 +64,29 @@ func (p *pluginExec) Command(cmd string, args ...string) utilexec.Cmd {
 }
 
 func (p *pluginExec) CommandContext(ctx context.Context, cmd string, args ...string) utilexec.Cmd {
-	t, err := p.r.finder.Find(p.plugin)
-	if err == nil {
-		return p.r.podCommand(ctx, p.plugin, t, append([]string{cmd}, args...), p.r.opts.Timeout)
+	rt, err := p.r.Resolve(Request{Plugin: p.plugin, Executable: cmd})
+	if err != nil {
+		return errCmd{err}
 	}
-	var noPod *mountpod.NoPodError
-	if !errors.As(err, &noPod) {
-		return errCmd{fmt.Errorf("running %s for plugin %s: %w", cmd, p.plugin, err)}
-	}
-	if _, lerr := p.r.opts.LookPath(cmd); lerr != nil {
-		observe("none", cmd, lerr, 0)
-		return errCmd{&UtilityNotFoundError{Utility: cmd, NoPod: noPod}}
-	}
-	return p.r.hostCommand(ctx, cmd, cmd, args)
+	return rt.CommandContext(ctx, cmd, args...)
 }
 
 // LookPath reports file as found when a pod serves the plugin (the pod's
 // own PATH resolves it), else looks on the host.
 func (p *pluginExec) LookPath(file string) (string, error) {
-	_, err := p.r.finder.Find(p.plugin)
-	if err == nil {
-		return file, nil
-	}
-	var noPod *mountpod.NoPodError
-	if !errors.As(err, &noPod) {
+	rt, err := p.r.Resolve(Request{Plugin: p.plugin, Executable: file})
+	if err != nil {
 		return "", err
 	}
-	path, lerr := p.r.opts.LookPath(file)
-	if lerr != nil {
-		return "", &UtilityNotFoundError{Utility: file, NoPod: noPod}
-	}
-	return path, nil
+	return rt.LookPath(file)
 }
 
 // ForFlexDrivers returns the runner of flexvolume drivers. A driver
 // executable <dir>/<vendor>~<driver>/<driver> runs in the pod that serves
 // driver <vendor>/<driver>, at the same place under
-// mountpod.FlexDriverDir, whatever dir is. Without such a pod (or before
-// the pod cache has synced) it runs on the host, except under
-// podDriverDirs (the placeholders of drivers that only pods have), where it
-// fails as a missing executable does.
+// mountpod.FlexDriverDir, whatever dir is; each call is resolved once
+// (Resolve). Drivers under podDriverDirs (the placeholders of drivers that
+// only pods have) never run on the host.
 func (r *Router) ForFlexDrivers(podDriverDirs ...string) utilexec.Interface {
 	return &flexExec{r: r, podDirs: podDriverDirs}
 }
@@ -141,25 +107,13 @@ func (f *flexExec) CommandContext(ctx context.Context, execPath string, args ...
 		// know the driver use ForPlugin instead.
 		return f.r.hostCommand(ctx, "", execPath, args)
 	}
-	dirName := filepath.Base(filepath.Dir(execPath))
-	drv := utilstrings.UnescapeQualifiedName(dirName)
-	t, err := f.r.find(drv, flexNodeArg(args))
-	if err == nil {
-		inPod := path.Join(mountpod.FlexDriverDir, dirName, filepath.Base(execPath))
-		// A driver call's bound is its own (ctx), as on the host.
-		return f.r.podCommand(ctx, drv, t, append([]string{inPod}, args...), 0)
+	drv := utilstrings.UnescapeQualifiedName(filepath.Base(filepath.Dir(execPath)))
+	rt, err := f.r.Resolve(Request{Plugin: drv, Executable: execPath, Driver: true,
+		PodsOnly: f.servedByPodsOnly(execPath), PreferNode: flexNodeArg(args)})
+	if err != nil {
+		return errCmd{fmt.Errorf("running flexvolume driver %s: %w", drv, err)}
 	}
-	var noPod *mountpod.NoPodError
-	podsOnly := f.servedByPodsOnly(execPath)
-	switch {
-	case errors.As(err, &noPod) && podsOnly:
-		return errCmd{fmt.Errorf("flexvolume driver %s is served by mount pods only, and %w: %w", drv, noPod, fs.ErrNotExist)}
-	case errors.As(err, &noPod), errors.Is(err, mountpod.ErrNotSynced) && !podsOnly:
-		// A driver installed on the host runs there until a pod serves it,
-		// also while the pod cache fills after a restart.
-		return f.r.hostCommand(ctx, drv, execPath, args)
-	}
-	return errCmd{fmt.Errorf("running flexvolume driver %s: %w", drv, err)}
+	return rt.CommandContext(ctx, execPath, args...)
 }
 
 func (f *flexExec) servedByPodsOnly(execPath string) bool {
@@ -177,19 +131,6 @@ func (f *flexExec) LookPath(file string) (string, error) { return f.r.host.LookP
 // flexvolume driver's in-tree fallbacks need (formatting when a driver
 // does not support mountdevice) run in the pod that serves the driver.
 func (f *flexExec) ForPlugin(plugin string) utilexec.Interface { return f.r.ForPlugin(plugin) }
-
-// nodePreferring is a Finder that can prefer one node's pods (a
-// cluster-wide finder in the controller-manager).
-type nodePreferring interface {
-	FindPreferring(plugin, node string) (mountpod.Target, error)
-}
-
-func (r *Router) find(plugin, node string) (mountpod.Target, error) {
-	if np, ok := r.finder.(nodePreferring); ok && node != "" {
-		return np.FindPreferring(plugin, node)
-	}
-	return r.finder.Find(plugin)
-}
 
 // flexNodeArg returns the node a flex command is about: the last argument
 // of attach, isattached and detach. The pod on that node is preferred, so

@@ -10,20 +10,26 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	utilexec "k8s.io/utils/exec"
 	testingexec "k8s.io/utils/exec/testing"
 
 	"github.com/nodeplug/nodeplug/pkg/mountpod"
 )
 
-// fakeFinder serves the plugins in pods; err, when set, is returned for all.
+// fakeFinder serves the plugins in pods; err, when set, is returned for
+// all. It counts its lookups and records the node preferences asked for.
 type fakeFinder struct {
-	pods map[string]mountpod.Target
-	err  error
+	pods      map[string]mountpod.Target
+	err       error
+	lookups   int
+	preferred []string
 }
 
-func (f *fakeFinder) Find(plugin string) (mountpod.Target, error) {
+func (f *fakeFinder) FindPreferring(plugin, node string) (mountpod.Target, error) {
+	f.lookups++
+	if node != "" {
+		f.preferred = append(f.preferred, node)
+	}
 	if f.err != nil {
 		return mountpod.Target{}, f.err
 	}
@@ -33,9 +39,6 @@ func (f *fakeFinder) Find(plugin string) (mountpod.Target, error) {
 	key, _ := mountpod.LabelKey(plugin)
 	return mountpod.Target{}, &mountpod.NoPodError{Plugin: plugin, Label: key, Namespace: "kube-mount", Node: "n"}
 }
-func (f *fakeFinder) Served() map[string]mountpod.Target { return f.pods }
-func (f *fakeFinder) Namespace() string                  { return "kube-mount" }
-func (f *fakeFinder) Runs(types.UID) bool                { return false }
 
 // fakePods records what ran in which pod.
 type fakePods struct {
@@ -168,7 +171,7 @@ func TestForFlexDrivers(t *testing.T) {
 			if tc.unsynced {
 				finder = &fakeFinder{err: mountpod.ErrNotSynced}
 			}
-			r := NewRouter(finder, pods, hostExec(&ran), Options{})
+			r := NewRouter(finder, pods, hostExec(&ran), Options{LookPath: lookPath("/flex/nodeplug.io~fuse/fuse", "/flex/acme~lvm/lvm", "/flex/lvm/lvm")})
 			_, err := r.ForFlexDrivers("/root/pod-drivers").CommandContext(context.Background(), tc.execPath, "mount", "/dir", "{}").CombinedOutput()
 			ran = append(ran, pods.calls...)
 			if tc.notExist {
@@ -187,17 +190,6 @@ func TestForFlexDrivers(t *testing.T) {
 	}
 }
 
-// preferringFinder records the node preference it was asked for.
-type preferringFinder struct {
-	fakeFinder
-	preferred []string
-}
-
-func (p *preferringFinder) FindPreferring(plugin, node string) (mountpod.Target, error) {
-	p.preferred = append(p.preferred, node)
-	return p.Find(plugin)
-}
-
 func TestFlexNodePreference(t *testing.T) {
 	cases := map[string]struct {
 		args []string
@@ -211,7 +203,7 @@ func TestFlexNodePreference(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			f := &preferringFinder{fakeFinder: fakeFinder{pods: map[string]mountpod.Target{"nodeplug.io/attach": {Name: "mp"}}}}
+			f := &fakeFinder{pods: map[string]mountpod.Target{"nodeplug.io/attach": {Name: "mp"}}}
 			r := NewRouter(f, &fakePods{}, &testingexec.FakeExec{}, Options{})
 			if _, err := r.ForFlexDrivers().Command("/d/nodeplug.io~attach/attach", tc.args...).Output(); err != nil {
 				t.Fatal(err)

@@ -3,9 +3,10 @@ package mounter
 import (
 	"testing"
 
-	"k8s.io/apimachinery/pkg/types"
+	testingexec "k8s.io/utils/exec/testing"
 
 	"github.com/nodeplug/nodeplug/pkg/mountpod"
+	"github.com/nodeplug/nodeplug/pkg/mountpod/podexec"
 )
 
 const root = "/var/lib/kubelet"
@@ -33,20 +34,32 @@ func TestPluginForPath(t *testing.T) {
 	}
 }
 
+// finder serves the plugins in served from pod "mp" (from "mp2" after the
+// first lookup when moved, as a rollout would); err, when set, is its
+// answer. It counts its lookups.
 type finder struct {
-	served map[string]bool
-	err    error
+	served  map[string]bool
+	moved   bool
+	err     error
+	lookups int
 }
 
-func (f finder) Find(p string) (mountpod.Target, error) {
-	if f.err != nil {
+func (f *finder) FindPreferring(p, _ string) (mountpod.Target, error) {
+	f.lookups++
+	switch {
+	case f.err != nil:
 		return mountpod.Target{}, f.err
+	case !f.served[p]:
+		return mountpod.Target{}, &mountpod.NoPodError{Plugin: p}
+	case f.moved && f.lookups > 1:
+		return mountpod.Target{Name: "mp2"}, nil
 	}
-	if f.served[p] {
-		return mountpod.Target{Name: "mp"}, nil
-	}
-	return mountpod.Target{}, &mountpod.NoPodError{Plugin: p}
+	return mountpod.Target{Name: "mp"}, nil
 }
-func (f finder) Served() map[string]mountpod.Target { return nil }
-func (f finder) Namespace() string                  { return "kube-mount" }
-func (f finder) Runs(types.UID) bool                { return false }
+
+// newRouter is the kubelet's Router over f and pods; the host has every
+// utility.
+func newRouter(f *finder, pods podexec.PodExecutor) *podexec.Router {
+	return podexec.NewRouter(f, pods, &testingexec.FakeExec{}, podexec.Options{
+		LookPath: func(file string) (string, error) { return "/usr/bin/" + file, nil }})
+}
