@@ -91,13 +91,13 @@ func (a *attacher) MountDevice(spec *volume.Spec, devicePath, deviceMountPath st
 	if err != nil {
 		return err
 	}
-	mounted, err := a.beginMount(deviceMountPath)
+	mounted, call, err := a.beginMount(deviceMountPath)
 	if err != nil || mounted {
 		return err
 	}
-	err = a.drv().MountDevice(a.ctx, deviceMountPath, devicePath, opts)
+	err = a.drv().MountDevice(call.ctx, deviceMountPath, devicePath, opts)
 	if !driver.IsNotSupported(err) {
-		return a.endMount(deviceMountPath, err)
+		return a.endMount(deviceMountPath, call, err)
 	}
 	if err := a.clearPending(deviceMountPath, nil); err != nil || devicePath == "" {
 		return err

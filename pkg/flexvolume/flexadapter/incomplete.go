@@ -1,6 +1,7 @@
 package flexadapter
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -27,11 +28,20 @@ const pendingDirName = ".nodeplug-pending"
 // maxStackedMounts bounds how many mounts stacked at one target are undone.
 const maxStackedMounts = 8
 
-// podMountVerifier is what the kubelet's mounter offers when mount pods
-// are on (pkg/mountpod/mounter): it checks that a mount a driver made
-// in a mount pod reached the host, and undoes one that did not.
-type podMountVerifier interface {
+// podOperator is what the kubelet's mounter offers when mount pods are on
+// (pkg/mountpod/mounter): one decision of pod or host for a driver's call
+// and the check, after it, that a mount it made in a mount pod reached the
+// host (undone when it did not); and that check alone.
+type podOperator interface {
+	PodOperation(ctx context.Context, target string) (context.Context, func() error, error)
 	VerifyPodMount(target string) error
+}
+
+// mountCall is one driver mountdevice or mount: the context to call the
+// driver with and the check to run after it succeeded.
+type mountCall struct {
+	ctx   context.Context
+	check func() error
 }
 
 func (p *plugin) pendingMarker(target string) string {
@@ -41,39 +51,44 @@ func (p *plugin) pendingMarker(target string) string {
 
 // beginMount undoes what an earlier, unfinished call left at target, then
 // marks a call as pending. It reports whether target was already mounted
-// by a finished call (nothing to do).
-func (p *plugin) beginMount(target string) (bool, error) {
+// by a finished call (nothing to do), and else the call to make.
+func (p *plugin) beginMount(target string) (bool, *mountCall, error) {
 	marker := p.pendingMarker(target)
 	_, err := os.Stat(marker)
 	left := err == nil
 	if left {
 		p.logger().Info("Flexvolume call at this target did not finish before; undoing what it mounted", "target", target)
 		if err := p.undoMount(target); err != nil {
-			return false, fmt.Errorf("undoing the unfinished flexvolume call at %s: %w", target, err)
+			return false, nil, fmt.Errorf("undoing the unfinished flexvolume call at %s: %w", target, err)
 		}
 	}
 	mounted, err := prepareMountPoint(p.host.GetMounter(), target)
 	if err != nil || mounted {
-		return mounted, err
+		return mounted, nil, err
+	}
+	call := &mountCall{ctx: p.ctx, check: func() error { return nil }}
+	if o, ok := p.host.GetMounter().(podOperator); ok {
+		if call.ctx, call.check, err = o.PodOperation(p.ctx, target); err != nil {
+			return false, nil, err
+		}
 	}
 	if err := os.MkdirAll(filepath.Dir(marker), 0o750); err != nil {
-		return false, fmt.Errorf("marking the flexvolume call at %s as pending: %w", target, err)
+		return false, nil, fmt.Errorf("marking the flexvolume call at %s as pending: %w", target, err)
 	}
 	if err := os.WriteFile(marker, []byte(target+"\n"), 0o640); err != nil {
-		return false, fmt.Errorf("marking the flexvolume call at %s as pending: %w", target, err)
+		return false, nil, fmt.Errorf("marking the flexvolume call at %s as pending: %w", target, err)
 	}
-	return false, nil
+	return false, call, nil
 }
 
-// endMount finishes a call begun with beginMount. After success, a mount
-// the driver made in a mount pod must have reached the host. After a
-// failure, whatever the call mounted is undone; the marker stays when that
-// fails, so that the next call tries again.
-func (p *plugin) endMount(target string, callErr error) error {
+// endMount finishes call, begun with beginMount. After success, a mount
+// the driver made in a mount pod must have reached the host (call.check,
+// on the pod the call ran in). After a failure, whatever the call mounted
+// is undone; the marker stays when that fails, so that the next call tries
+// again.
+func (p *plugin) endMount(target string, call *mountCall, callErr error) error {
 	if callErr == nil {
-		if v, ok := p.host.GetMounter().(podMountVerifier); ok {
-			callErr = v.VerifyPodMount(target)
-		}
+		callErr = call.check()
 	}
 	if callErr == nil {
 		return p.clearPending(target, nil)
@@ -108,7 +123,7 @@ func (p *plugin) undoMount(target string) error {
 			return err
 		}
 	}
-	if v, ok := m.(podMountVerifier); ok {
+	if v, ok := m.(podOperator); ok {
 		// A mount that stayed in the pod is undone there; its error only
 		// says so.
 		_ = v.VerifyPodMount(target)

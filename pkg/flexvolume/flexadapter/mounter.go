@@ -38,17 +38,17 @@ func (m *mounter) SetUpAt(dir string, args volume.MounterArgs) error {
 	if err != nil {
 		return err
 	}
-	mounted, err := p.beginMount(dir)
+	mounted, call, err := p.beginMount(dir)
 	if err != nil || mounted {
 		return err
 	}
-	err = p.drv().Mount(p.ctx, dir, opts)
+	err = p.drv().Mount(call.ctx, dir, opts)
 	if driver.IsNotSupported(err) {
 		if err = p.clearPending(dir, nil); err == nil {
 			err = m.bindDeviceMount(dir)
 		}
 	} else {
-		err = p.endMount(dir, err)
+		err = p.endMount(dir, call, err)
 	}
 	if err != nil {
 		_ = os.Remove(dir)

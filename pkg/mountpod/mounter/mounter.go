@@ -47,6 +47,19 @@ func New(ctx context.Context, host mount.Interface, root string, router Router) 
 // and the undo of one that did not reach the host, an unmount) runs on
 // that route; a pod gone meanwhile fails it rather than moving it.
 func (m *Mounter) resolve(target, utility string) (*podexec.Route, error) {
+	rt, err := m.route(target, utility)
+	if rt == nil || err != nil {
+		return nil, err
+	}
+	if _, inPod := rt.Pod(); !inPod {
+		return nil, nil
+	}
+	return rt, nil
+}
+
+// route resolves the route of the plugin that owns target, pod or host;
+// nil when no plugin does.
+func (m *Mounter) route(target, utility string) (*podexec.Route, error) {
 	plugin := PluginForPath(m.root, target)
 	if plugin == "" {
 		return nil, nil
@@ -54,9 +67,6 @@ func (m *Mounter) resolve(target, utility string) (*podexec.Route, error) {
 	rt, err := m.router.Resolve(podexec.Request{Plugin: plugin, Executable: utility})
 	if err != nil {
 		return nil, fmt.Errorf("%s at %s: %w", utility, target, err)
-	}
-	if _, inPod := rt.Pod(); !inPod {
-		return nil, nil
 	}
 	return rt, nil
 }
@@ -165,6 +175,11 @@ func (m *Mounter) VerifyPodMount(target string) error {
 	if err != nil || rt == nil {
 		return err
 	}
+	return m.verifyOn(rt, target)
+}
+
+// verifyOn is VerifyPodMount on rt, a mount pod's route.
+func (m *Mounter) verifyOn(rt *podexec.Route, target string) error {
 	if onHost, err := m.hostSees(target); err != nil || onHost {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"k8s.io/mount-utils"
+	utilexec "k8s.io/utils/exec"
 	testingexec "k8s.io/utils/exec/testing"
 
 	"github.com/nodeplug/nodeplug/pkg/mountpod"
@@ -284,4 +285,64 @@ func TestOperation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPodOperation: a flexvolume driver's mount and the check of what it
+// mounted are one operation: the driver call made with the operation's
+// context runs in the pod the check and its undo run in, with one lookup,
+// though the cache names another pod meanwhile.
+func TestPodOperation(t *testing.T) {
+	root := t.TempDir()
+	const plugin = "nodeplug.io/fuse"
+	target := filepath.Join(root, "pods/u/volumes/nodeplug.io~fuse/vol")
+	driverPath := "/flex/nodeplug.io~fuse/fuse"
+	inPod := mountpod.FlexDriverDir + "/nodeplug.io~fuse/fuse"
+	cases := map[string]struct {
+		served  bool
+		wantPod []string
+		wantErr bool
+	}{
+		"pod: driver, check and undo in one pod": {served: true, wantErr: true,
+			wantPod: []string{"mp: " + inPod + " mount " + target + " {}", "mp: umount " + target}},
+		"no pod: the driver on the host, nothing to check": {},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := &finder{served: map[string]bool{plugin: tc.served}, moved: true}
+			host := mount.NewFakeMounter(nil)
+			pod := &podModel{host: host}
+			var hostRan []string
+			r := podexec.NewRouter(f, pod, hostExec(&hostRan), podexec.Options{
+				LookPath: func(file string) (string, error) { return file, nil }})
+			ctx, check, err := New(context.Background(), host, root, r).PodOperation(context.Background(), target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.ForFlexDrivers().CommandContext(ctx, driverPath, "mount", target, "{}").CombinedOutput(); err != nil {
+				t.Fatal(err)
+			}
+			if tc.served {
+				pod.own = append(pod.own, target) // what the driver mounted, in the pod only
+			}
+			if err := check(); (err != nil) != tc.wantErr {
+				t.Fatalf("check: %v, want error %v", err, tc.wantErr)
+			}
+			wantHost := []string(nil)
+			if !tc.served {
+				wantHost = []string{driverPath + " mount " + target + " {}"}
+			}
+			if f.lookups != 1 || !slices.Equal(pod.ran, tc.wantPod) || !slices.Equal(hostRan, wantHost) {
+				t.Fatalf("%d lookups, pod ran %q, host ran %q; want 1, %q, %q", f.lookups, pod.ran, hostRan, tc.wantPod, wantHost)
+			}
+		})
+	}
+}
+
+// hostExec records the commands run on the host.
+func hostExec(ran *[]string) *testingexec.FakeExec {
+	action := func(cmd string, args ...string) utilexec.Cmd {
+		*ran = append(*ran, cmd+" "+strings.Join(args, " "))
+		return &testingexec.FakeCmd{CombinedOutputScript: []testingexec.FakeAction{func() ([]byte, []byte, error) { return nil, nil, nil }}}
+	}
+	return &testingexec.FakeExec{CommandScript: []testingexec.FakeCommandAction{action, action}}
 }

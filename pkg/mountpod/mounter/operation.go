@@ -1,6 +1,7 @@
 package mounter
 
 import (
+	"context"
 	"fmt"
 
 	"k8s.io/mount-utils"
@@ -24,6 +25,26 @@ func (m *Mounter) Operation(plugin string) (mount.Interface, utilexec.Interface,
 		return m.Interface, rt, nil
 	}
 	return &pinned{Interface: m.Interface, m: m, rt: rt}, rt, nil
+}
+
+// PodOperation resolves once where a volume plugin's own command at target
+// (a flexvolume driver's mount or mountdevice) and the check of what it
+// mounted run. The returned ctx carries the route (podexec.WithRoute): the
+// driver call made with it runs there. check is VerifyPodMount on that
+// route, to call after the command succeeded; with no pod it does nothing.
+func (m *Mounter) PodOperation(ctx context.Context, target string) (context.Context, func() error, error) {
+	rt, err := m.route(target, "umount")
+	if err != nil {
+		return ctx, nil, err
+	}
+	if rt == nil {
+		return ctx, func() error { return nil }, nil
+	}
+	check := func() error { return nil }
+	if _, inPod := rt.Pod(); inPod {
+		check = func() error { return m.verifyOn(rt, target) }
+	}
+	return podexec.WithRoute(ctx, rt), check, nil
 }
 
 // pinned is a Mounter whose mounts and unmounts all run on one route.

@@ -106,6 +106,36 @@ func (rt *Route) LookPath(file string) (string, error) {
 	return rt.r.opts.LookPath(file)
 }
 
+type routeKey struct{}
+
+// WithRoute returns ctx carrying rt: flexvolume driver calls of rt's
+// plugin made with it (ForFlexDrivers) run where rt does instead of
+// resolving again, so that a driver's mount and the check of what it
+// mounted (pkg/mountpod/mounter's PodOperation) are one operation.
+func WithRoute(ctx context.Context, rt *Route) context.Context {
+	return context.WithValue(ctx, routeKey{}, rt)
+}
+
+// pinnedDriver returns the route of a driver call whose ctx carries a
+// Route of the same plugin, with the rule's host checks, or nil.
+func (r *Router) pinnedDriver(ctx context.Context, req Request) (*Route, error) {
+	pin, _ := ctx.Value(routeKey{}).(*Route)
+	if pin == nil || pin.r != r || pin.plugin != req.Plugin {
+		return nil, nil
+	}
+	rt := &Route{r: r, plugin: req.Plugin, pod: pin.pod, noPod: pin.noPod, driver: true}
+	switch {
+	case rt.pod != nil:
+		return rt, nil
+	case req.PodsOnly:
+		return nil, &UtilityNotFoundError{Utility: req.Plugin, NoPod: pin.noPod, PodsOnly: true}
+	}
+	if _, err := r.opts.LookPath(req.Executable); err != nil {
+		return nil, &UtilityNotFoundError{Utility: req.Executable, NoPod: pin.noPod}
+	}
+	return rt, nil
+}
+
 // UtilityNotFoundError: neither a mount pod nor the host can run a
 // utility. It unwraps to utilexec.ErrExecutableNotFound and to the reason
 // no pod runs it: the *mountpod.NoPodError, whose message names the label

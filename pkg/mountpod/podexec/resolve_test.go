@@ -178,3 +178,55 @@ func TestPodGoneAfterResolve(t *testing.T) {
 		})
 	}
 }
+
+// TestWithRoute: a driver call whose context carries a Route of its
+// plugin runs there without a lookup; the host rule still holds for a
+// driver only pods have, and a route of another plugin is ignored.
+func TestWithRoute(t *testing.T) {
+	const drv = "nodeplug.io/fuse"
+	mp := mountpod.Target{Name: "mp"}
+	cases := map[string]struct {
+		pinServed   bool   // the pin resolves to pod mp (else the host)
+		pinPlugin   string // the pin's plugin
+		execPath    string
+		want        string
+		wantLookups int
+		wantErr     error
+	}{
+		"pinned pod: runs there, no lookup": {pinServed: true, pinPlugin: drv, execPath: "/flex/nodeplug.io~fuse/fuse",
+			want: "mp:" + mountpod.FlexDriverDir + "/nodeplug.io~fuse/fuse mount /t {}"},
+		"pinned host: the host driver": {pinPlugin: drv, execPath: "/flex/nodeplug.io~fuse/fuse",
+			want: "host:/flex/nodeplug.io~fuse/fuse mount /t {}"},
+		"pinned host, driver only pods have: error": {pinPlugin: drv, execPath: "/pods/nodeplug.io~fuse/fuse", wantErr: fs.ErrNotExist},
+		"route of another plugin: resolved again": {pinServed: true, pinPlugin: localPlugin, execPath: "/flex/nodeplug.io~fuse/fuse",
+			want: "host:/flex/nodeplug.io~fuse/fuse mount /t {}", wantLookups: 1},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var ran []string
+			pods := &fakePods{}
+			pinFinder := &fakeFinder{}
+			if tc.pinServed {
+				pinFinder.pods = map[string]mountpod.Target{tc.pinPlugin: mp}
+			}
+			opts := Options{LookPath: lookPath("umount", "/flex/nodeplug.io~fuse/fuse", "/pods/nodeplug.io~fuse/fuse")}
+			r := NewRouter(pinFinder, pods, hostExec(&ran), opts)
+			pin, err := r.Resolve(Request{Plugin: tc.pinPlugin, Executable: "umount"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pinFinder.lookups, pinFinder.pods = 0, nil // later lookups find no pod
+			_, err = r.ForFlexDrivers("/pods").CommandContext(WithRoute(context.Background(), pin), tc.execPath, "mount", "/t", "{}").CombinedOutput()
+			ran = append(ran, pods.calls...)
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) || len(ran) != 0 {
+					t.Fatalf("err %v, ran %v; want %v and nothing run", err, ran, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || len(ran) != 1 || ran[0] != tc.want || pinFinder.lookups != tc.wantLookups {
+				t.Fatalf("ran %v with %d lookups, err %v; want %q with %d", ran, pinFinder.lookups, err, tc.want, tc.wantLookups)
+			}
+		})
+	}
+}

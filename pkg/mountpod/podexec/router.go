@@ -85,7 +85,8 @@ func (p *pluginExec) LookPath(file string) (string, error) {
 // executable <dir>/<vendor>~<driver>/<driver> runs in the pod that serves
 // driver <vendor>/<driver>, at the same place under
 // mountpod.FlexDriverDir, whatever dir is; each call is resolved once
-// (Resolve). Drivers under podDriverDirs (the placeholders of drivers that
+// (Resolve), or runs on the Route its ctx carries (WithRoute). Drivers
+// under podDriverDirs (the placeholders of drivers that
 // only pods have) never run on the host.
 func (r *Router) ForFlexDrivers(podDriverDirs ...string) utilexec.Interface {
 	return &flexExec{r: r, podDirs: podDriverDirs}
@@ -108,8 +109,12 @@ func (f *flexExec) CommandContext(ctx context.Context, execPath string, args ...
 		return f.r.hostCommand(ctx, "", execPath, args)
 	}
 	drv := utilstrings.UnescapeQualifiedName(filepath.Base(filepath.Dir(execPath)))
-	rt, err := f.r.Resolve(Request{Plugin: drv, Executable: execPath, Driver: true,
-		PodsOnly: f.servedByPodsOnly(execPath), PreferNode: flexNodeArg(args)})
+	req := Request{Plugin: drv, Executable: execPath, Driver: true,
+		PodsOnly: f.servedByPodsOnly(execPath), PreferNode: flexNodeArg(args)}
+	rt, err := f.r.pinnedDriver(ctx, req)
+	if rt == nil && err == nil {
+		rt, err = f.r.Resolve(req)
+	}
 	if err != nil {
 		return errCmd{fmt.Errorf("running flexvolume driver %s: %w", drv, err)}
 	}
