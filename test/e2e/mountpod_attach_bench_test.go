@@ -14,8 +14,8 @@ import (
 
 	"github.com/nodeplug/nodeplug/pkg/flexvolume/driver"
 	"github.com/nodeplug/nodeplug/pkg/mountpod"
+	"github.com/nodeplug/nodeplug/pkg/mountpod/podexec"
 	"github.com/nodeplug/nodeplug/pkg/util/groupexec"
-	"github.com/nodeplug/nodeplug/pkg/volume/util/volexec"
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
 )
 
@@ -57,13 +57,13 @@ type flexAttachPath struct {
 //     <tmp>/nodeplug.io~attach/attach, run through pkg/util/groupexec:
 //     what the controller-manager does for a driver installed on the
 //     master. Its state and log dirs are rewritten to temp dirs;
-//   - api: the Router of pkg/volume/util/volexec over the API server's
-//     pods/exec (volexec.APIExecutor) with a cluster-wide pod finder,
+//   - api: the Router of pkg/mountpod/podexec over the API server's
+//     pods/exec (podexec.APIExecutor) with a cluster-wide pod finder,
 //     ForFlexDrivers as the runner: exactly the controller-manager's path
 //     with --experimental-mount-namespace, which runs the pod's copy of the
 //     driver at mountpod.FlexDriverDir;
 //   - cri: the same Router over the CRI's ExecSync on containerd's socket
-//     (volexec.CRIExecutor) with a node-scoped finder: the kubelet's path,
+//     (podexec.CRIExecutor) with a node-scoped finder: the kubelet's path,
 //     for comparison.
 //
 // To split each path's time into exec transport and the driver's own work
@@ -158,8 +158,8 @@ func BenchmarkFlexAttach(b *testing.B) {
 		drv  driver.Driver
 	}{
 		{"host", driver.New(hostDriver, host, driver.Config{})},
-		{"api", driver.New(podDriver, volexec.NewRouter(apiFinder, api, host, volexec.Options{}).ForFlexDrivers(benchPodOnlyDriverDir), driver.Config{})},
-		{"cri", driver.New(podDriver, volexec.NewRouter(criFinder, cri, host, volexec.Options{}).ForFlexDrivers(benchPodOnlyDriverDir), driver.Config{})},
+		{"api", driver.New(podDriver, podexec.NewRouter(apiFinder, api, host, podexec.Options{}).ForFlexDrivers(benchPodOnlyDriverDir), driver.Config{})},
+		{"cri", driver.New(podDriver, podexec.NewRouter(criFinder, cri, host, podexec.Options{}).ForFlexDrivers(benchPodOnlyDriverDir), driver.Config{})},
 	}
 	var paths []flexAttachPath
 	for _, d := range drivers {
@@ -263,7 +263,7 @@ func installHostAttachDriver(b *testing.B) string {
 
 // removeBenchMarkers removes the markers of the bench volumes of the pod
 // paths from the driver's state dir in the pod.
-func removeBenchMarkers(ctx context.Context, b *testing.B, api *volexec.APIExecutor, t mountpod.Target) {
+func removeBenchMarkers(ctx context.Context, b *testing.B, api *podexec.APIExecutor, t mountpod.Target) {
 	script := fmt.Sprintf("rm -f %[1]s/bench-api-*.attached %[1]s/bench-cri-*.attached", attachStateDir)
 	if stdout, stderr, err := api.ExecInPod(ctx, t, []string{"sh", "-c", script}, execPerCall); err != nil {
 		b.Errorf("removing the bench markers in %s: %v\nstdout: %s\nstderr: %s", t, err, stdout, stderr)

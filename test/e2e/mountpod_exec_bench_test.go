@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodeplug/nodeplug/pkg/mountpod"
-	"github.com/nodeplug/nodeplug/pkg/volume/util/volexec"
+	"github.com/nodeplug/nodeplug/pkg/mountpod/podexec"
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
 )
 
@@ -58,9 +58,9 @@ type execSamples struct {
 // with runc exec as the floor:
 //
 //   - host: fork/exec on the node through k8s.io/utils/exec;
-//   - cri: the CRI's ExecSync on containerd's socket (volexec.CRIExecutor),
+//   - cri: the CRI's ExecSync on containerd's socket (podexec.CRIExecutor),
 //     what the kubelet's VolumeExec uses;
-//   - api: the API server's pods/exec (volexec.APIExecutor), what a process
+//   - api: the API server's pods/exec (podexec.APIExecutor), what a process
 //     off the node (the controller-manager) uses: apiserver -> kubelet ->
 //     the runtime's streaming server;
 //   - runc: `runc --root <containerd's runc root> exec <id> <cmd>`, the
@@ -385,12 +385,12 @@ func rotatePaths(b *testing.B, names []string, call func(j, i int)) map[string]f
 
 // benchExecutors returns the two mount-pod executors the benchmarks compare:
 // CRI ExecSync on the local cluster's containerd, and the API's pods/exec.
-func benchExecutors(b *testing.B, c *framework.Cluster) (*volexec.CRIExecutor, *volexec.APIExecutor) {
+func benchExecutors(b *testing.B, c *framework.Cluster) (*podexec.CRIExecutor, *podexec.APIExecutor) {
 	b.Helper()
-	cri, err := volexec.NewCRIExecutor(c.Node.ContainerdSocket(), 0)
+	cri, err := podexec.NewCRIExecutor(c.Node.ContainerdSocket(), 0)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = cri.Close() })
-	return cri, volexec.NewAPIExecutor(c.Config, c.Client.CoreV1().RESTClient(), nil, 0)
+	return cri, podexec.NewAPIExecutor(c.Config, c.Client.CoreV1().RESTClient(), nil, 0)
 }

@@ -13,12 +13,12 @@ import (
 	"k8s.io/kubernetes/pkg/volume"
 	utilexec "k8s.io/utils/exec"
 
-	"github.com/nodeplug/nodeplug/pkg/controller/podreplay"
 	"github.com/nodeplug/nodeplug/pkg/designs"
 	"github.com/nodeplug/nodeplug/pkg/flexvolume/driver"
+	"github.com/nodeplug/nodeplug/pkg/flexvolume/flexadapter"
+	"github.com/nodeplug/nodeplug/pkg/flexvolume/podreplay"
 	"github.com/nodeplug/nodeplug/pkg/flexvolume/prober"
 	"github.com/nodeplug/nodeplug/pkg/util/groupexec"
-	"github.com/nodeplug/nodeplug/pkg/volume/flexadapter"
 )
 
 // flexDrivers is nodeplug's flexvolume discovery in the controller-manager.

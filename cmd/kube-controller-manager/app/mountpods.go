@@ -17,8 +17,8 @@ import (
 
 	"github.com/nodeplug/nodeplug/pkg/mountpod"
 	"github.com/nodeplug/nodeplug/pkg/mountpod/flexdrivers"
+	"github.com/nodeplug/nodeplug/pkg/mountpod/podexec"
 	"github.com/nodeplug/nodeplug/pkg/util/groupexec"
-	"github.com/nodeplug/nodeplug/pkg/volume/util/volexec"
 )
 
 // mountPodClient is the name of the client (with
@@ -91,7 +91,7 @@ type mountPods struct {
 // start watches the mount pods, publishes the drivers they serve (waiting
 // up to startupSyncTimeout for the pod cache, so that the prober's first
 // scan finds them), and returns the runner of flexvolume drivers and the
-// directory of the drivers only pods have (a podDrivers).
+// directory of the drivers only pods have (a startPodDrivers).
 func (mp *mountPods) start(ctx context.Context, cc upstream.ControllerContext) (utilexec.Interface, string, error) {
 	logger := klog.FromContext(ctx)
 	cfg, err := cc.ClientBuilder.Config(mountPodClient)
@@ -121,8 +121,8 @@ func (mp *mountPods) start(ctx context.Context, cc upstream.ControllerContext) (
 			"namespace", mp.namespace, "client", mountPodClient, "timeout", startupSyncTimeout)
 	}
 	go pub.Run(ctx)
-	api := volexec.NewAPIExecutor(cfg, client.CoreV1().RESTClient(), nil, 0)
-	router := volexec.NewRouter(finder, api, groupexec.New(), volexec.Options{})
+	api := podexec.NewAPIExecutor(cfg, client.CoreV1().RESTClient(), nil, 0)
+	router := podexec.NewRouter(finder, api, groupexec.New(), podexec.Options{})
 	logger.Info("Nodeplug mount utilities in pods enabled", "namespace", mp.namespace, "podDriverDir", mp.driverDir)
 	return router.ForFlexDrivers(mp.driverDir), mp.driverDir, nil
 }

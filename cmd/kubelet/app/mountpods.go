@@ -20,13 +20,13 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet"
 	"k8s.io/kubernetes/pkg/volume/util/hostutil"
 
+	"github.com/nodeplug/nodeplug/pkg/flexvolume/flexadapter"
 	"github.com/nodeplug/nodeplug/pkg/mountpod"
 	"github.com/nodeplug/nodeplug/pkg/mountpod/flexdrivers"
+	"github.com/nodeplug/nodeplug/pkg/mountpod/localadapter"
+	"github.com/nodeplug/nodeplug/pkg/mountpod/mounter"
+	"github.com/nodeplug/nodeplug/pkg/mountpod/podexec"
 	"github.com/nodeplug/nodeplug/pkg/util/groupexec"
-	"github.com/nodeplug/nodeplug/pkg/volume/flexadapter"
-	"github.com/nodeplug/nodeplug/pkg/volume/localexec"
-	"github.com/nodeplug/nodeplug/pkg/volume/util/podmount"
-	"github.com/nodeplug/nodeplug/pkg/volume/util/volexec"
 )
 
 // podDriverDirName is the directory under --root-dir where the flexvolume
@@ -48,7 +48,7 @@ type mountPodOptions struct {
 // --experimental-mount-namespace implies flexvolume discovery, and the
 // prober is compiled in with mount pods even under nodeplug_no_flexdiscovery.
 func newMountPods(flex *flexDrivers) *design {
-	o := &mountPodOptions{execTimeout: volexec.DefaultTimeout}
+	o := &mountPodOptions{execTimeout: podexec.DefaultTimeout}
 	on := func() bool { return o.namespace != "" }
 	flex.users.Add(on)
 	return &design{Name: "mountpods", AddFlags: o.AddFlags, Validate: o.Validate, Enabled: on,
@@ -93,7 +93,7 @@ func (o *mountPodOptions) Validate(string) []error {
 // mountPods is the wiring of --experimental-mount-namespace.
 type mountPods struct {
 	finder    *mountpod.InformerFinder
-	router    *volexec.Router
+	router    *podexec.Router
 	driverDir string
 	// podProber loads the drivers published in driverDir; set when
 	// flexvolume discovery starts (flexDrivers.start).
@@ -124,7 +124,7 @@ func useMountPods(ctx context.Context, s *options.KubeletServer, deps *kubelet.D
 	if err := ensureSharedRoot(root); err != nil {
 		return nil, err
 	}
-	cri, err := volexec.NewCRIExecutor(s.ContainerRuntimeEndpoint, 0)
+	cri, err := podexec.NewCRIExecutor(s.ContainerRuntimeEndpoint, 0)
 	if err != nil {
 		return nil, fmt.Errorf("--experimental-mount-namespace: %w", err)
 	}
@@ -132,9 +132,10 @@ func useMountPods(ctx context.Context, s *options.KubeletServer, deps *kubelet.D
 	// A pod whose spec does not mount the root dir with Bidirectional
 	// propagation serves nothing: its mounts would not reach the host.
 	mp.finder.RequirePropagation(root)
-	mp.router = volexec.NewRouter(mp.finder, cri, groupexec.New(), volexec.Options{Timeout: o.execTimeout})
-	deps.Mounter = podmount.New(ctx, deps.Mounter, root, mp.finder, mp.router)
-	if deps.VolumePlugins, err = localexec.Wrap(deps.VolumePlugins, mp.router.ForPlugin(localexec.PluginName)); err != nil {
+	mp.router = podexec.NewRouter(mp.finder, cri, groupexec.New(), podexec.Options{Timeout: o.execTimeout})
+	podMounter := mounter.New(ctx, deps.Mounter, root, mp.router)
+	deps.Mounter = podMounter
+	if deps.VolumePlugins, err = localadapter.Wrap(deps.VolumePlugins, podMounter.Operation); err != nil {
 		return nil, fmt.Errorf("--experimental-mount-namespace: %w", err)
 	}
 	pub := flexdrivers.New(mp.driverDir, mp.finder)

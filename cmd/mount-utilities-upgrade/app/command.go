@@ -11,8 +11,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/nodeplug/nodeplug/pkg/mountpod/podexec"
 	"github.com/nodeplug/nodeplug/pkg/mountpod/upgrade"
-	"github.com/nodeplug/nodeplug/pkg/volume/util/volexec"
 )
 
 const usageText = `Usage: mount-utilities-upgrade [--namespace NS] [--daemonset NAME] [--timeout SECONDS] [--dry-run] NODE...
@@ -112,5 +112,5 @@ func newClients(kubeconfig string) (kubernetes.Interface, upgrade.PodExec, error
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the API client: %w", err)
 	}
-	return client, volexec.NewAPIExecutor(config, client.CoreV1().RESTClient(), nil, 0), nil
+	return client, podexec.NewAPIExecutor(config, client.CoreV1().RESTClient(), nil, 0), nil
 }

@@ -4,7 +4,7 @@
 //
 // The package knows nothing about Kubernetes volume plugins; it is used by the
 // prober (pkg/flexvolume/prober), which runs "init", and by the volume plugin
-// adapter (pkg/volume/flexadapter), which runs every other command. README.md
+// adapter (pkg/flexvolume/flexadapter), which runs every other command. README.md
 // in this directory states the wire contract.
 //
 // Every call goes through a k8s.io/utils/exec.Interface, has a timeout, and

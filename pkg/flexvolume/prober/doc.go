@@ -14,7 +14,7 @@
 //
 // Consumers read the published Snapshot; reading it when nothing changed is
 // one atomic load. While inits run, Settling lets them wait, briefly, for
-// their result. pkg/volume/flexadapter adapts Snapshots to upstream's
+// their result. pkg/flexvolume/flexadapter adapts Snapshots to upstream's
 // volume.DynamicPluginProber, one view per consumer, so that several
 // controllers share one watcher. README.md states the behaviour contract.
 package prober

@@ -26,7 +26,7 @@ import (
 func NewKubeletInUseChecker(rootDir string) InUseChecker {
 	return InUseFunc(func(_ context.Context, pluginName string) (bool, error) {
 		// The kubelet's pod volume directory name for the plugin
-		// (GetPodVolumeDir), as pkg/volume/flexadapter builds it.
+		// (GetPodVolumeDir), as pkg/flexvolume/flexadapter builds it.
 		escaped := utilstrings.EscapeQualifiedName(pluginName)
 		pods, err := os.ReadDir(filepath.Join(rootDir, "pods"))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {

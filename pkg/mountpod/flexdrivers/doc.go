@@ -10,6 +10,6 @@
 // execute (atomic write or removal of <dir>/<vendor>~<driver>/<driver>).
 //
 // A placeholder never runs as a driver: the kubelet's flexvolume runner
-// (pkg/volume/util/volexec Router.ForFlexDrivers) runs the driver in the pod
+// (pkg/mountpod/podexec Router.ForFlexDrivers) runs the driver in the pod
 // at mountpod.FlexDriverDir instead. Run directly, it prints a Failure.
 package flexdrivers

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/klog/v2"
 
-	"github.com/nodeplug/nodeplug/pkg/controller/podreplay"
+	"github.com/nodeplug/nodeplug/pkg/flexvolume/podreplay"
 )
 
 type useKind int

@@ -34,7 +34,7 @@ type Config struct {
 }
 
 // PodExec runs a command in a container of a pod through the API server
-// (pods/exec). pkg/volume/util/volexec.APIExecutor implements it.
+// (pods/exec). pkg/mountpod/podexec.APIExecutor implements it.
 type PodExec interface {
 	ExecInPod(ctx context.Context, t mountpod.Target, argv []string, timeout time.Duration) (stdout, stderr []byte, err error)
 }
