@@ -106,14 +106,10 @@ func (a *attacher) MountDevice(spec *volume.Spec, devicePath, deviceMountPath st
 	if opts.ReadOnly {
 		mode = "ro"
 	}
-	// With mount pods, blkid and mkfs run where the driver runs.
-	exec := a.src.runner
-	if r, ok := exec.(interface {
-		ForPlugin(string) utilexec.Interface
-	}); ok {
-		exec = r.ForPlugin(a.entry.Name)
+	fm, err := a.formatter()
+	if err != nil {
+		return err
 	}
-	fm := &mount.SafeFormatAndMount{Interface: a.host.GetMounter(), Exec: exec}
 	if err := fm.FormatAndMount(devicePath, deviceMountPath, opts.FSType, []string{mode}); err != nil {
 		return fmt.Errorf("formatting and mounting %s at %s: %w", devicePath, deviceMountPath, err)
 	}
@@ -165,4 +161,26 @@ func (d *detacher) UnmountDevice(deviceMountPath string) error {
 		}
 	}
 	return removeIfExists(deviceMountPath)
+}
+
+// operator is what the kubelet's mounter offers when mount pods are on
+// (pkg/mountpod/mounter): one decision of pod or host for every utility of
+// an operation that runs several.
+type operator interface {
+	Operation(plugin string) (mount.Interface, utilexec.Interface, error)
+}
+
+// formatter returns the format-and-mount of a driver that does not support
+// mountdevice. With mount pods, its blkid, mkfs, fsck and mount are one
+// operation: resolved once, in the pod that serves the driver, or on the
+// host when none does (pkg/mountpod/README.md, "Pod or host").
+func (a *attacher) formatter() (*mount.SafeFormatAndMount, error) {
+	if o, ok := a.host.GetMounter().(operator); ok {
+		mnt, exec, err := o.Operation(a.entry.Name)
+		if err != nil {
+			return nil, fmt.Errorf("formatting for flexvolume driver %s: %w", a.entry.Name, err)
+		}
+		return &mount.SafeFormatAndMount{Interface: mnt, Exec: exec}, nil
+	}
+	return &mount.SafeFormatAndMount{Interface: a.host.GetMounter(), Exec: a.src.runner}, nil
 }

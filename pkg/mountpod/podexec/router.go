@@ -132,11 +132,6 @@ func (f *flexExec) servedByPodsOnly(execPath string) bool {
 
 func (f *flexExec) LookPath(file string) (string, error) { return f.r.host.LookPath(file) }
 
-// ForPlugin returns the Router's VolumeExec of plugin: the utilities a
-// flexvolume driver's in-tree fallbacks need (formatting when a driver
-// does not support mountdevice) run in the pod that serves the driver.
-func (f *flexExec) ForPlugin(plugin string) utilexec.Interface { return f.r.ForPlugin(plugin) }
-
 // flexNodeArg returns the node a flex command is about: the last argument
 // of attach, isattached and detach. The pod on that node is preferred, so
 // that a driver that attaches locally runs where the volume goes.

@@ -284,25 +284,3 @@ func TestPodCmd(t *testing.T) {
 		}
 	})
 }
-
-// TestFlexExecForPlugin: the flex runner hands out the plugin's VolumeExec,
-// so the format fallback of a driver without mountdevice runs its blkid and
-// mkfs in the driver's pod.
-func TestFlexExecForPlugin(t *testing.T) {
-	var ran []string
-	pods := &fakePods{}
-	finder := &fakeFinder{pods: map[string]mountpod.Target{"nodeplug.io/fuse": {Name: "mp"}}}
-	r := NewRouter(finder, pods, hostExec(&ran), Options{LookPath: lookPath()})
-	fp, ok := r.ForFlexDrivers().(interface {
-		ForPlugin(string) utilexec.Interface
-	})
-	if !ok {
-		t.Fatal("the flex runner has no ForPlugin")
-	}
-	if _, err := fp.ForPlugin("nodeplug.io/fuse").Command("blkid", "/dev/x").CombinedOutput(); err != nil {
-		t.Fatal(err)
-	}
-	if len(ran) != 0 || len(pods.calls) != 1 || pods.calls[0] != "mp:blkid /dev/x" {
-		t.Fatalf("host ran %v, pods ran %v; want blkid in mp", ran, pods.calls)
-	}
-}
