@@ -111,7 +111,21 @@ func victimPhase(b *testing.B, start implementation, pluginType string, versions
 	b.StartTimer()
 	lat := openLoop(p, s, h, dir, "victim", 97*time.Millisecond, int(victimWindow/(97*time.Millisecond)), nil)
 	b.StopTimer()
+	if testing.Verbose() {
+		logSlowVictims(b, place, lat)
+	}
 	return lat
+}
+
+// logSlowVictims logs, with -test.v, the victims that took over 10 ms and
+// when they started, counted from the flood's start: that tells a
+// victim caught in a burst of hostile retries from one slowed by the load.
+func logSlowVictims(b *testing.B, place floodPlace, lat []time.Duration) {
+	for i, d := range lat {
+		if d > 10*time.Millisecond {
+			b.Logf("phase %d: victim %d, started %v after the flood, took %v", place, i, floodWarmUp+time.Duration(i)*97*time.Millisecond, d)
+		}
+	}
 }
 
 // phaseTB is the benchmark for one phase: its cleanups run when the phase
