@@ -23,7 +23,7 @@ const (
 	victimWindow = 10 * time.Second
 )
 
-// victimKinds are the plugins timed in BenchmarkVictimInFlood: a CSI
+// victimKinds are the plugins timed in BenchmarkVictimCost: a CSI
 // driver as node-driver-registrar announces it and a DRA driver as
 // upstream's kubelet-plugin helper does.
 var victimKinds = []struct {
@@ -34,7 +34,7 @@ var victimKinds = []struct {
 	{"dra", DRAPlugin, draVersions},
 }
 
-// floodPlace is where a phase of BenchmarkVictimInFlood runs the flood.
+// floodPlace is where a phase of BenchmarkVictimCost runs the flood.
 type floodPlace int
 
 const (
@@ -49,14 +49,18 @@ const (
 	floodInDir
 )
 
-// BenchmarkVictimInFlood: a victim plugin's registration latency alone,
+func (p floodPlace) String() string {
+	return [...]string{"alone", "control", "flood"}[p]
+}
+
+// BenchmarkVictimCost: a victim plugin's registration latency alone,
 // with the flood elsewhere, and within the flood, the three phases in
 // turn, each on a fresh watcher; one op is one round of the three
 // (victimWindow each, after floodWarmUp). Reports p50, p99 and mean of
 // each, and the flood's cost in percent: the flood's mean (and p50) over
 // the victim's alone, and over the control's, minus one. Run it with
 // -benchtime 3x.
-func BenchmarkVictimInFlood(b *testing.B) {
+func BenchmarkVictimCost(b *testing.B) {
 	for _, v := range victimKinds {
 		for _, impl := range implementations {
 			b.Run(v.name+"/"+impl.name, func(b *testing.B) {
@@ -123,7 +127,7 @@ func victimPhase(b *testing.B, start implementation, pluginType string, versions
 func logSlowVictims(b *testing.B, place floodPlace, lat []time.Duration) {
 	for i, d := range lat {
 		if d > 10*time.Millisecond {
-			b.Logf("phase %d: victim %d, started %v after the flood, took %v", place, i, floodWarmUp+time.Duration(i)*97*time.Millisecond, d)
+			b.Logf("%v: victim %d, started %v after the flood, took %v", place, i, floodWarmUp+time.Duration(i)*97*time.Millisecond, d)
 		}
 	}
 }

@@ -10,14 +10,14 @@ import (
 	"k8s.io/klog/v2/ktesting"
 )
 
-// TestVictimRegistersInFlood: with the flood of BenchmarkVictimInFlood
+// TestVictimRegistersInFlood: with the flood of BenchmarkVictimCost
 // under way (200 sockets that accept and never answer, 50 that answer
 // garbage, 1,000 binds a second), a CSI driver announced as
 // node-driver-registrar does and a DRA driver started with upstream's
 // kubelet-plugin helper, unmodified, each register and are notified. The
 // RPC timeout is longer than the test waits, so every never-answering
 // socket holds its slot throughout: the victim registers beside them, not
-// after them. Its latency is measured by BenchmarkVictimInFlood.
+// after them. Its latency is measured by BenchmarkVictimCost.
 func TestVictimRegistersInFlood(t *testing.T) {
 	for name, tc := range map[string]struct {
 		pluginType, driver string
