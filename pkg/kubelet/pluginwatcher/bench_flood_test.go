@@ -127,7 +127,7 @@ func floodOnce(b *testing.B, start implementation, d time.Duration) {
 // flood creates one socket per millisecond and keeps the newest 10, so it
 // creates and removes about 1,000 sockets per second. It returns how many
 // it created.
-func flood(b *testing.B, s *benchServer, dir string, stop chan struct{}) int {
+func flood(b testing.TB, s *benchServer, dir string, stop chan struct{}) int {
 	const live = 10
 	t := time.NewTicker(time.Millisecond)
 	defer t.Stop()

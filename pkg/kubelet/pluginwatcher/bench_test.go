@@ -76,18 +76,34 @@ func (h *benchHandler) expect(name string) chan time.Time {
 	return ch
 }
 
+// benchTypes are the plugin types both implementations get the bench
+// handler for: the generic one and the two the victim benchmarks use.
+var benchTypes = []string{benchType, CSIPlugin, DRAPlugin}
+
 // benchServer is one gRPC Registration server for many sockets; it answers
-// GetInfo with the name bound to the socket the request arrived on.
+// GetInfo with the name bound to the socket the request arrived on, its
+// plugin type and its supported versions.
 type benchServer struct {
 	registerapi.UnimplementedRegistrationServer
-	srv   *grpc.Server
-	mu    sync.Mutex
-	names map[string]string
-	lis   map[string]net.Listener
+	srv        *grpc.Server
+	pluginType string
+	versions   []string
+	mu         sync.Mutex
+	names      map[string]string
+	lis        map[string]net.Listener
 }
 
-func newBenchServer(b *testing.B) *benchServer {
-	s := &benchServer{srv: grpc.NewServer(), names: map[string]string{}, lis: map[string]net.Listener{}}
+func newBenchServer(b testing.TB) *benchServer {
+	return newTypedBenchServer(b, benchType, "v1")
+}
+
+// newTypedBenchServer returns a benchServer whose plugins are of
+// pluginType and list versions (for a DRA driver, its gRPC services).
+func newTypedBenchServer(b testing.TB, pluginType string, versions ...string) *benchServer {
+	s := &benchServer{
+		srv: grpc.NewServer(), pluginType: pluginType, versions: versions,
+		names: map[string]string{}, lis: map[string]net.Listener{},
+	}
 	registerapi.RegisterRegistrationServer(s.srv, s)
 	b.Cleanup(s.srv.Stop)
 	return s
@@ -98,7 +114,7 @@ func (s *benchServer) GetInfo(ctx context.Context, _ *registerapi.InfoRequest) (
 	s.mu.Lock()
 	name := s.names[p.LocalAddr.String()]
 	s.mu.Unlock()
-	return &registerapi.PluginInfo{Type: benchType, Name: name, SupportedVersions: []string{"v1"}}, nil
+	return &registerapi.PluginInfo{Type: s.pluginType, Name: name, SupportedVersions: s.versions}, nil
 }
 
 func (s *benchServer) NotifyRegistrationStatus(context.Context, *registerapi.RegistrationStatus) (*registerapi.RegistrationStatusResponse, error) {
@@ -134,14 +150,16 @@ func (s *benchServer) close(path string) {
 }
 
 // implementation starts one registration implementation on dir.
-type implementation func(b *testing.B, ctx context.Context, dir string, h *benchHandler)
+type implementation func(b testing.TB, ctx context.Context, dir string, h *benchHandler)
 
-func runNodeplug(b *testing.B, ctx context.Context, dir string, h *benchHandler) {
+func runNodeplug(b testing.TB, ctx context.Context, dir string, h *benchHandler) {
 	w, err := newWatcher(dir, Options{MetricsRegistry: metrics.NewKubeRegistry()})
 	if err != nil {
 		b.Fatal(err)
 	}
-	w.AddHandler(benchType, h)
+	for _, typ := range benchTypes {
+		w.AddHandler(typ, h)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	if err := w.Start(ctx); err != nil {
 		cancel()
@@ -157,9 +175,11 @@ func runNodeplug(b *testing.B, ctx context.Context, dir string, h *benchHandler)
 // benchmark plugin fails to register; empty for upstream.
 var debugDump = func() string { return "" }
 
-func runUpstream(b *testing.B, ctx context.Context, dir string, h *benchHandler) {
+func runUpstream(b testing.TB, ctx context.Context, dir string, h *benchHandler) {
 	pm := pluginmanager.NewPluginManager(dir, &record.FakeRecorder{})
-	pm.AddHandler(benchType, h)
+	for _, typ := range benchTypes {
+		pm.AddHandler(typ, h)
+	}
 	ready := config.NewSourcesReady(func(sets.Set[string]) bool { return true })
 	go pm.Run(ctx, ready, ctx.Done())
 	time.Sleep(100 * time.Millisecond) // let its watcher start
@@ -175,7 +195,7 @@ var implementations = []struct {
 
 // benchContext returns a context whose logger writes V(0) lines to out,
 // and routes global klog calls there too.
-func benchContext(b *testing.B, out io.Writer) context.Context {
+func benchContext(b testing.TB, out io.Writer) context.Context {
 	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(out), textlogger.Verbosity(0)))
 	klog.SetLogger(logger)
 	b.Cleanup(klog.ClearLogger)
@@ -187,7 +207,7 @@ func benchContext(b *testing.B, out io.Writer) context.Context {
 // benchDir prefers tmpfs: on this project's VMs bind(2) of a unix socket on
 // the ext4 /tmp costs about 1 ms, which would measure the file system rather
 // than the watcher (both implementations get the same directory type).
-func benchDir(b *testing.B) string {
+func benchDir(b testing.TB) string {
 	base := "/dev/shm"
 	if fi, err := os.Stat(base); err != nil || !fi.IsDir() {
 		base = "/tmp"
@@ -220,13 +240,13 @@ func reportLatency(b *testing.B, prefix string, ds []time.Duration) {
 // closed. It returns the registration latency of each, measured from its
 // listener being bound to RegisterPlugin, and removes each socket once its
 // plugin is registered.
-func openLoop(b *testing.B, s *benchServer, h *benchHandler, dir, prefix string, interval time.Duration, count int, stop <-chan struct{}) []time.Duration {
+func openLoop(b testing.TB, s *benchServer, h *benchHandler, dir, prefix string, interval time.Duration, count int, stop <-chan struct{}) []time.Duration {
 	return openLoopWithin(b, s, h, dir, prefix, interval, count, stop, 30*time.Second)
 }
 
 // openLoopWithin is openLoop with the time each plugin may take to
 // register before the benchmark fails.
-func openLoopWithin(b *testing.B, s *benchServer, h *benchHandler, dir, prefix string, interval time.Duration, count int, stop <-chan struct{}, within time.Duration) []time.Duration {
+func openLoopWithin(b testing.TB, s *benchServer, h *benchHandler, dir, prefix string, interval time.Duration, count int, stop <-chan struct{}, within time.Duration) []time.Duration {
 	type sample struct {
 		path  string
 		bound time.Time

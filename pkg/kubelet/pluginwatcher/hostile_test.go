@@ -67,6 +67,13 @@ type hostileSet struct {
 // default 5 s). Everything is closed when the test ends.
 func startHostile(tb testing.TB, c hostileClass, dir, pluginType string, rpcTimeout time.Duration, n int) *hostileSet {
 	tb.Helper()
+	return startHostileNamed(tb, c, dir, "evil", pluginType, rpcTimeout, n)
+}
+
+// startHostileNamed is startHostile with the sockets named
+// <prefix>NNN.sock, so that several classes can share one directory.
+func startHostileNamed(tb testing.TB, c hostileClass, dir, prefix, pluginType string, rpcTimeout time.Duration, n int) *hostileSet {
+	tb.Helper()
 	hs := &hostileSet{
 		pluginType: pluginType,
 		srv:        grpc.NewServer(),
@@ -79,7 +86,7 @@ func startHostile(tb testing.TB, c hostileClass, dir, pluginType string, rpcTime
 	registerapi.RegisterRegistrationServer(hs.srv, hs)
 	tb.Cleanup(hs.close)
 	for i := range n {
-		name := fmt.Sprintf("evil%03d", i)
+		name := fmt.Sprintf("%s%03d", prefix, i)
 		path := filepath.Join(dir, name+".sock")
 		if err := c.add(hs, path, name); err != nil {
 			tb.Fatalf("creating %s socket %s: %v", c.name, path, err)

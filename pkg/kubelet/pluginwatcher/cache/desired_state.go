@@ -30,7 +30,8 @@ type DesiredStateOfWorld interface {
 	Observe(path, rel string, id socket.ID) bool
 	// Forget removes path; it is a no-op when path is unknown.
 	Forget(path string) bool
-	// ForgetTree removes dir and every path below it and returns them.
+	// ForgetTree removes dir and every path below it and returns them. A
+	// dir that is a known socket is removed alone, in constant time.
 	ForgetTree(dir string) []string
 	// Get returns the entry for path.
 	Get(path string) (DesiredSocket, bool)
@@ -79,6 +80,13 @@ func (d *desiredState) Forget(path string) bool {
 func (d *desiredState) ForgetTree(dir string) []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if _, ok := d.sockets[dir]; ok {
+		// A socket has nothing below it: no walk over every path (and no
+		// write lock held for it) per removed socket, which a plugin
+		// churning sockets would otherwise cost every reader.
+		delete(d.sockets, dir)
+		return []string{dir}
+	}
 	prefix := strings.TrimSuffix(dir, "/") + "/"
 	var out []string
 	for p := range d.sockets {

@@ -49,10 +49,7 @@ func (r *retries) next(path string, gen uint64) time.Duration {
 		d *= 2
 	}
 	st.failures++
-	if r.jitter > 0 {
-		d += time.Duration(rand.Float64() * r.jitter * float64(d)) // #nosec G404 -- spreading retries, not security
-	}
-	return min(d, r.max)
+	return min(r.stretch(d), r.max)
 }
 
 // refused records a refused connection and returns how many consecutive
@@ -79,10 +76,14 @@ func (r *retries) answered(path string) {
 
 // slowFailure records that a failed attempt of (path, gen) held its slot
 // for held, and returns the least delay before the next attempt: held,
-// doubled for every earlier slow failure, capped at max. A suspect socket
-// therefore spends at most half its time in flight, then a quarter, and
-// so on. It returns false if gen is not the generation whose failures are
-// being tracked (the socket was replaced meanwhile).
+// doubled for every earlier slow failure, stretched by the jitter, capped
+// at max. A suspect socket therefore spends at most half its time in
+// flight, then a quarter, and so on. The jitter matters most here: sockets
+// that stall together (created together, each holding its slot for the
+// whole RPC timeout) would otherwise time out and retry together for ever,
+// a burst of dials and gRPC clients that a plugin registering at that
+// moment waits behind. It returns false if gen is not the generation
+// whose failures are being tracked (the socket was replaced meanwhile).
 func (r *retries) slowFailure(path string, gen uint64, held time.Duration) (time.Duration, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -95,7 +96,15 @@ func (r *retries) slowFailure(path string, gen uint64, held time.Duration) (time
 		d *= 2
 	}
 	st.slow++
-	return min(d, r.max), true
+	return min(r.stretch(d), r.max), true
+}
+
+// stretch lengthens d by a random fraction of up to r.jitter of it.
+func (r *retries) stretch(d time.Duration) time.Duration {
+	if r.jitter <= 0 {
+		return d
+	}
+	return d + time.Duration(rand.Float64()*r.jitter*float64(d)) // #nosec G404 -- spreading retries, not security
 }
 
 // suspect reports whether (path, gen) has had a slow failure.

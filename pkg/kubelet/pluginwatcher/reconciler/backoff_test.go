@@ -12,6 +12,7 @@ import (
 // (other generation) starts afresh.
 func TestSlowFailureBackoff(t *testing.T) {
 	r := newRetries(10*time.Millisecond, 2*time.Minute)
+	r.jitter = 0 // exact delays; TestSlowFailureJitter checks the spread
 	if _, ok := r.slowFailure("/p", 1, 5*time.Second); ok {
 		t.Fatal("slow failure recorded for a socket without a failure history")
 	}
@@ -63,5 +64,36 @@ func TestRetryJitter(t *testing.T) {
 	}
 	if len(firsts) < 10 {
 		t.Errorf("50 sockets' first retries took %d distinct delays; want them spread", len(firsts))
+	}
+}
+
+// TestSlowFailureJitter: sockets that stalled together (the same time held,
+// the same history) retry at spread times, each within [d, 1.5d) of its
+// doubling step and below RetryMax, so that they do not stall together
+// again.
+func TestSlowFailureJitter(t *testing.T) {
+	const held = 5 * time.Second
+	r := newRetries(10*time.Millisecond, 2*time.Minute)
+	firsts := map[time.Duration]bool{}
+	for i := range 200 {
+		path := fmt.Sprintf("/mute%d", i)
+		step := held
+		for range 7 {
+			r.next(path, 1)
+			d, ok := r.slowFailure(path, 1, held)
+			if !ok {
+				t.Fatal("slow failure not recorded")
+			}
+			if upper := min(step+step/2, 2*time.Minute); d < min(step, 2*time.Minute) || d > upper {
+				t.Fatalf("delay %v for step %v: want within [%v, %v]", d, step, step, upper)
+			}
+			if step == held {
+				firsts[d] = true
+			}
+			step = min(2*step, 2*time.Minute)
+		}
+	}
+	if len(firsts) < 100 {
+		t.Errorf("200 sockets that stalled together took %d distinct first delays; want them spread", len(firsts))
 	}
 }
