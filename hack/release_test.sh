@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Tests of hack/lib/release.sh that build nothing heavy (part of make
-# verify, a few seconds): the version and RELEASE_ONLY refusals, and
-# np::release::check on a small release made here (tiny images joined by
-# mkimage index) that it must accept, then on broken copies of it that it
-# must refuse, each named.
+# Tests of hack/lib/release.sh that build nothing heavy and download
+# nothing (part of make verify, a few seconds): the version and RELEASE_ONLY
+# refusals; np::release::check on a small release made here (tiny images
+# joined by mkimage index) that it must accept, then on broken copies of it
+# that it must refuse, each named; the same for the platform images'
+# contents (np::release::check_image) and the staging of arm64 tools from
+# unpacked packages (np::release::staged_binary_args).
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 source "${NODEPLUG_ROOT}/hack/lib/release.sh"
@@ -91,5 +93,55 @@ no_binary() {
 }
 broken "an arm64 tarball without flexvolume-installer" no_binary
 
+# Platform images' contents (np::release::check_image) and the staging of
+# another architecture's tools (np::release::staged_binary_args), offline:
+# the host's /usr/bin/true with its libc and loader, and "arm64" copies of
+# them whose ELF header names AArch64 (readelf reads the rest alike).
+mkdir -p "${work}/elf"
+as_arm64() { cp "$1" "$2" && printf '\267' | dd of="$2" bs=1 seek=18 conv=notrunc status=none; }
+libc=$(readlink -f /lib/x86_64-linux-gnu/libc.so.6) loader=$(readlink -f /lib64/ld-linux-x86-64.so.2)
+as_arm64 /usr/bin/true "${work}/elf/true" && as_arm64 "${libc}" "${work}/elf/libc" && as_arm64 "${loader}" "${work}/elf/ld"
+platform() { # ARCH NAME MKIMAGE-ARGS...: ${work}/img/NAME.tar
+  local arch=$1 name=$2
+  shift 2
+  mkdir -p "${work}/img" && "${work}/mkimage" -arch "${arch}" -o "${work}/img/${name}.tar" -name "x/y:${version}" -file "/etc/x.conf=${NODEPLUG_ROOT}/hack/release_test.sh" "$@"
+}
+platform amd64 amd64 -file /usr/bin/true=/usr/bin/true:0755 -file "/lib/x86_64-linux-gnu/libc.so.6=${libc}" -file "/lib64/ld-linux-x86-64.so.2=${loader}"
+platform amd64 amd64-nolibc -file /usr/bin/true=/usr/bin/true:0755 -file "/lib64/ld-linux-x86-64.so.2=${loader}"
+platform arm64 arm64 -file "/usr/bin/true=${work}/elf/true:0755" -file "/lib/aarch64-linux-gnu/libc.so.6=${work}/elf/libc" -file "/lib64/ld-linux-x86-64.so.2=${work}/elf/ld"
+platform arm64 arm64-amd64-true -file /usr/bin/true=/usr/bin/true:0755 -file "/lib/aarch64-linux-gnu/libc.so.6=${work}/elf/libc" -file "/lib64/ld-linux-x86-64.so.2=${work}/elf/ld"
+platform arm64 arm64-noloader -file "/usr/bin/true=${work}/elf/true:0755" -file "/lib/aarch64-linux-gnu/libc.so.6=${work}/elf/libc"
+platform arm64 arm64-other-path -file "/bin/true=${work}/elf/true:0755" -file "/lib/aarch64-linux-gnu/libc.so.6=${work}/elf/libc" -file "/lib64/ld-linux-x86-64.so.2=${work}/elf/ld"
+image() { # AMD64 ARM64: np::release::check_image of their index
+  "${work}/mkimage" index -o "${work}/img/index.oci.tar" -name "x/y:${version}" "${work}/img/$1.tar" "${work}/img/$2.tar" &&
+    np::release::check_image "${work}/img/index.oci.tar"
+}
+expect "image: each platform's ELF files of its architecture with their libraries" ok image amd64 arm64
+expect "image: an amd64 binary in the arm64 image" fail image amd64 arm64-amd64-true
+expect "image: an amd64 binary without its libc" fail image amd64-nolibc arm64
+expect "image: an arm64 binary without its loader" fail image amd64 arm64-noloader
+expect "image: a tool at another path in the arm64 image" fail image amd64 arm64-other-path
+
+# A root of unpacked "arm64 packages": pre-merged /usr, libraries by
+# soname links, as Debian 12's packages have them.
+mkdir -p "${work}/root/bin" "${work}/root/lib/aarch64-linux-gnu" "${work}/root/lib64"
+cp "${work}/elf/true" "${work}/root/bin/true" && cp "${work}/elf/libc" "${work}/root/lib/aarch64-linux-gnu/libc-2.36.so"
+ln -s libc-2.36.so "${work}/root/lib/aarch64-linux-gnu/libc.so.6"
+cp "${work}/elf/ld" "${work}/root/lib/aarch64-linux-gnu/ld.so" && ln -s /lib/aarch64-linux-gnu/ld.so "${work}/root/lib64/ld-linux-x86-64.so.2"
+staged() { np::release::staged_binary_args arm64 "${work}/root" "$@"; }
+staged_exactly() {
+  local got want
+  got=$(staged /usr/bin/true) || return 1
+  want=$(printf '%s\n' -file "/usr/bin/true=${work}/root/bin/true:0755" -file "/lib/aarch64-linux-gnu/libc.so.6=${work}/root/lib/aarch64-linux-gnu/libc-2.36.so" \
+    -file "/lib64/ld-linux-x86-64.so.2=${work}/root/lib/aarch64-linux-gnu/ld.so")
+  [[ "${got}" == "${want}" ]] || { echo "got:"$'\n'"${got}"$'\n'"want:"$'\n'"${want}"; return 1; }
+}
+expect "staging: a tool with its library and loader, links followed in the root" ok staged_exactly
+expect "staging: a tool in none of the packages" fail staged /usr/bin/false
+without_libc() { rm "${work}/root/lib/aarch64-linux-gnu/libc.so.6" && staged /usr/bin/true; }
+expect "staging: a library in none of the packages" fail without_libc
+amd64_tool() { cp /usr/bin/true "${work}/root/bin/true" && staged /usr/bin/true; }
+expect "staging: an amd64 tool among the arm64 packages" fail amd64_tool
+
 ((failures == 0)) || np::die "release_test: ${failures} case(s) failed" "see the cases above"
-np::log "release_test: version and RELEASE_ONLY refusals, np::release::check accepts a release and refuses 5 broken ones"
+np::log "release_test: version and RELEASE_ONLY refusals, np::release::check accepts a release and refuses 5 broken ones, np::release::check_image accepts an image and refuses 4 broken ones, np::release::staged_binary_args stages a tool and refuses 3 bad roots"

@@ -8,6 +8,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/build.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/images.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/helm.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/release-debs.sh"
 
 NP_RELEASE_ARCHES=(amd64 arm64)
 # The binaries of the per-architecture tarballs. The first two are heavy
@@ -15,9 +16,6 @@ NP_RELEASE_ARCHES=(amd64 arm64)
 # them out.
 NP_RELEASE_HEAVY=(kubelet kube-controller-manager)
 NP_RELEASE_SMALL=(local-volume-provisioner flexvolume-installer)
-# The images and the architectures each is built for. mount-utilities
-# copies the build host's own tools with their shared libraries
-# (hack/lib/images.sh), so it is built for the host's architecture only.
 NP_RELEASE_MANIFESTS=(deploy/local-volume-provisioner deploy/flexvolume deploy/mount-utilities)
 
 # np::release::version: RELEASE_VERSION, or v0.1.0-<commit> as the binaries
@@ -46,15 +44,15 @@ np::release::binaries() {
 # images' binaries for ARCH into DIR. kubelet and kube-controller-manager
 # take hack/build.sh's tags and version ldflags; on the host's architecture
 # with its cgo setting (so make build's cache serves them), cross-built
-# with CGO_ENABLED=0. The rest are static, as hack/build.sh builds them.
+# with CGO_ENABLED=0. The rest are static, as hack/build.sh builds them;
+# the mount-utilities image's two are left out with RELEASE_ONLY=small.
 np::release::build_arch() {
-  local arch=$1 version=$2 dir=$3 tags ldflags cgo=0 heavy=() host=false started=${SECONDS}
+  local arch=$1 version=$2 dir=$3 tags ldflags cgo=0 heavy=() mu=false started=${SECONDS}
   tags=$(np::designs::tags "${NODEPLUG_DESIGNS:-all}") || exit 1
   ldflags="$(np::build::ldflags) -X github.com/nodeplug/nodeplug/pkg/version.gitVersion=${version}"
-  [[ "${arch}" == "$(go env GOHOSTARCH)" ]] && cgo=$(go env CGO_ENABLED) host=true
+  [[ "${arch}" == "$(go env GOHOSTARCH)" ]] && cgo=$(go env CGO_ENABLED)
   [[ " $(np::release::binaries) " == *" kubelet "* ]] && heavy=(./cmd/kubelet ./cmd/kube-controller-manager)
-  # The mount-utilities image's own programs: that image is the host's only.
-  [[ "${host}" == true && "${RELEASE_ONLY:-all}" == all ]] || host=false
+  [[ "${RELEASE_ONLY:-all}" == all ]] && mu=true
   mkdir -p "${dir}"
   np::log "building the ${arch} binaries into ${dir}"
   (
@@ -63,7 +61,7 @@ np::release::build_arch() {
         CGO_ENABLED=${cgo} go build -tags "${tags}" -ldflags "${ldflags}" -o "${dir}/" "${heavy[@]}"
       fi &&
       CGO_ENABLED=0 go build -ldflags "-s -w" -o "${dir}/" ./cmd/local-volume-provisioner ./cmd/flexvolume-installer &&
-      if [[ "${host}" == true ]]; then
+      if [[ "${mu}" == true ]]; then
         CGO_ENABLED=0 go build -ldflags "-s -w" -o "${dir}/mount-utilities-init" ./build/mount-utilities/init &&
           CGO_ENABLED=0 go build -ldflags "-s -w" -o "${dir}/nodeplug-fuse-loopback" ./build/mount-utilities/fuse-loopback
       fi
@@ -90,34 +88,6 @@ np::release::binaries_tarball() {
   np::release::tar_gz "${build}/tar" "${name}" "${out}/${name}.tar.gz"
 }
 
-# np::release::busybox ARCH WORK: the path of a static busybox for ARCH:
-# the host's /bin/busybox, or busybox-static:ARCH of the host's version,
-# downloaded from the host's Debian sources into WORK with an apt state of
-# its own (the host's dpkg architectures and lists are left alone).
-np::release::busybox() {
-  local arch=$1 work=$2 version d opts
-  if [[ "${arch}" == "$(dpkg --print-architecture)" ]]; then
-    echo /bin/busybox
-    return
-  fi
-  version=$(dpkg-query -W -f '${Version}' busybox-static 2>/dev/null) ||
-    np::die "busybox-static is missing" "apt-get install busybox-static"
-  d=${work}/apt-${arch}
-  rm -rf "${d}" && mkdir -p "${d}/lists/partial" "${d}/cache/archives/partial" "${d}/sources" "${d}/deb"
-  cp /etc/apt/sources.list.d/debian.sources "${d}/sources/" 2>/dev/null ||
-    np::die "no /etc/apt/sources.list.d/debian.sources to download busybox-static:${arch} from" "run on Debian 12 with its default apt sources"
-  : >"${d}/status"
-  opts=(-o "APT::Architecture=${arch}" -o "APT::Architectures::=${arch}" -o "Dir::State::Lists=${d}/lists"
-    -o "Dir::Cache=${d}/cache" -o "Dir::State::status=${d}/status" -o Dir::Etc::SourceList=/dev/null
-    -o "Dir::Etc::SourceParts=${d}/sources" -o APT::Sandbox::User=root)
-  {
-    apt-get -qq "${opts[@]}" update &&
-      (cd "${d}/deb" && apt-get -qq "${opts[@]}" download "busybox-static:${arch}=${version}") &&
-      dpkg-deb -x "${d}"/deb/busybox-static_*.deb "${d}/root"
-  } >&2 || np::die "downloading busybox-static:${arch} ${version} failed" "check that the Debian mirror in /etc/apt/sources.list.d/debian.sources is reachable"
-  echo "${d}/root/bin/busybox"
-}
-
 # np::release::image_ref NAME VERSION: the reference of build/NAME's image
 # at VERSION (the recipe's repository, VERSION as the tag).
 np::release::image_ref() {
@@ -140,9 +110,25 @@ np::release::platform_image() {
     np::die "building the ${arch} ${name} image failed" "see build/${name}/README.md"
 }
 
+# np::release::mount_utilities ARCH BUILD WORK: WORK/mount-utilities-ARCH.tar.
+# For the host's architecture, the image local-up builds
+# (np::images::build_mount_utilities: the host's own tools and the
+# libraries ldd finds); for another, the same tools from Debian's packages
+# of that architecture (np::release::mount_utilities_foreign).
+np::release::mount_utilities() {
+  local arch=$1 build=$2 work=$3
+  if [[ "${arch}" != "$(dpkg --print-architecture)" ]]; then
+    np::release::mount_utilities_foreign "${arch}" "${build}" "${work}"
+    return
+  fi
+  ln -sf "${work}/mkimage" "${build}/${arch}/mkimage"
+  BIN_DIR=${build}/${arch} np::images::build_mount_utilities "${work}"
+  mv "${work}/mount-utilities.tar" "${work}/mount-utilities-${arch}.tar"
+}
+
 # np::release::images VERSION BUILD OUT WORK: OUT/images/NAME-VERSION.oci.tar
-# for each released image: flexvolume-installer and local-volume-provisioner
-# for every architecture, mount-utilities for the host's (amd64) only.
+# for each released image, each with every architecture's image
+# (mount-utilities left out with RELEASE_ONLY=small).
 np::release::images() {
   local version=$1 build=$2 out=$3 work=$4 name arch tars
   mkdir -p "${out}/images"
@@ -159,10 +145,13 @@ np::release::images() {
       np::die "writing the OCI index of ${name} failed"
   done
   [[ "${RELEASE_ONLY:-all}" == small ]] && return 0
-  ln -sf "${work}/mkimage" "${build}/amd64/mkimage"
-  BIN_DIR=${build}/amd64 np::images::build_mount_utilities "${work}"
+  tars=()
+  for arch in "${NP_RELEASE_ARCHES[@]}"; do
+    np::release::mount_utilities "${arch}" "${build}" "${work}"
+    tars+=("${work}/mount-utilities-${arch}.tar")
+  done
   "${work}/mkimage" index -o "${out}/images/mount-utilities-${version}.oci.tar" \
-    -name "$(np::release::image_ref mount-utilities "${version}")" "${work}/mount-utilities.tar" ||
+    -name "$(np::release::image_ref mount-utilities "${version}")" "${tars[@]}" ||
     np::die "writing the OCI index of mount-utilities failed"
 }
 
@@ -188,7 +177,7 @@ np::release::manifests() {
 np::release::all() {
   local version out build arch started=${SECONDS}
   [[ "$(go env GOHOSTARCH)" == amd64 ]] ||
-    np::die "make release runs on an amd64 host (the mount-utilities image takes the host's tools)" "run it on linux/amd64"
+    np::die "make release runs on an amd64 host (the mount-utilities image takes the host's tools, and Debian's arm64 packages of their versions)" "run it on linux/amd64"
   command -v jq >/dev/null || np::die "jq is missing (the release check reads the image indexes with it)" "apt-get install jq"
   version=$(np::release::version)
   np::release::binaries >/dev/null
@@ -221,10 +210,72 @@ np::release::platforms() {
   return "${rc}"
 }
 
+# np::release::unpack_image OCI_TAR DIR: each platform's file system of
+# the one image index in OCI_TAR, in DIR/ARCH; prints the ARCHes.
+np::release::unpack_image() {
+  local tar=$1 dir=$2 blobs idx arch m layer
+  mkdir -p "${dir}/oci" && tar -C "${dir}/oci" -xf "${tar}" || return 1
+  blobs=${dir}/oci/blobs/sha256
+  idx=$(jq -r '.manifests[0].digest | sub("sha256:"; "")' "${dir}/oci/index.json") || return 1
+  while read -r arch m; do
+    mkdir -p "${dir}/${arch}"
+    for layer in $(jq -r '.layers[].digest | sub("sha256:"; "")' "${blobs}/${m}"); do
+      tar -C "${dir}/${arch}" -xzf "${blobs}/${layer}" || return 1
+    done
+    echo "${arch}"
+  done < <(jq -r '.manifests[] | .platform.architecture + " " + (.digest | sub("sha256:"; ""))' "${blobs}/${idx}")
+}
+
+# np::release::check_elves ARCH ROOT: every ELF file in the file system
+# ROOT is for ARCH, and its program interpreter and the libraries its
+# NEEDED entries name are in ROOT (in /lib/<triplet> or /usr/lib/<triplet>;
+# a loader's own soname, which libc names, is the loader).
+np::release::check_elves() {
+  local arch=$1 root=$2 machine triplet f got interp lib elves=() loaders=" "
+  machine=$(np::release::elf_machine "${arch}") && triplet=$(np::release::triplet "${arch}") || exit 1
+  while read -r f; do
+    got=$(readelf -h "${root}/${f}" 2>/dev/null | sed -n 's/^ *Machine: *//p')
+    [[ -n "${got}" ]] || continue # not an ELF: a script, a config file
+    [[ "${got}" == "${machine}" ]] || np::die "/${f} is an ELF for ${got}, not for ${arch} (${machine})"
+    elves+=("${f}")
+    interp=$(np::release::elf_interp "${root}/${f}")
+    [[ -z "${interp}" ]] && continue
+    np::release::staged "${root}" "${interp}" >/dev/null || np::die "/${f}: its loader ${interp} is not in the ${arch} image"
+    loaders+="${interp##*/} "
+  done < <(cd "${root}" && find . -type f -printf '%P\n' | LC_ALL=C sort)
+  for f in "${elves[@]}"; do
+    for lib in $(np::release::elf_needed "${root}/${f}"); do
+      [[ "${loaders}" == *" ${lib} "* ]] && continue
+      np::release::staged "${root}" "/lib/${triplet}/${lib}" >/dev/null || np::release::staged "${root}" "/usr/lib/${triplet}/${lib}" >/dev/null ||
+        np::die "/${f}: ${lib} (NEEDED) is not in the ${arch} image"
+    done
+  done
+}
+
+# np::release::check_image OCI_TAR: each platform's image in OCI_TAR passes
+# np::release::check_elves, and all have the same paths outside the
+# library directories (/lib, /lib64, /usr/lib): every tool of the amd64
+# image is in the arm64 one, at the same path.
+np::release::check_image() (
+  local tar=$1 tmp arches arch first=""
+  tmp=$(mktemp -d)
+  trap 'rm -rf "${tmp}"' EXIT
+  arches=$(np::release::unpack_image "${tar}" "${tmp}") || np::die "${tar##*/} is not an OCI archive of one image index"
+  for arch in ${arches}; do
+    (np::release::check_elves "${arch}" "${tmp}/${arch}") || np::die "${tar##*/}: the ${arch} image is broken (above)"
+    (cd "${tmp}/${arch}" && find . -mindepth 1 -printf '%P\n' | grep -Ev '^(usr/)?lib(64)?(/|$)' | LC_ALL=C sort) >"${tmp}/${arch}.paths"
+    [[ -n "${first}" ]] || first=${arch}
+    diff "${tmp}/${first}.paths" "${tmp}/${arch}.paths" >&2 ||
+      np::die "${tar##*/}: the ${first} and ${arch} images differ in the paths above (< ${first}, > ${arch})"
+  done
+  [[ -n "${first}" ]] || np::die "${tar##*/} has no platform image"
+)
+
 # np::release::check DIR VERSION: DIR is a release of VERSION: SHA256SUMS
 # lists every file and every sum matches, each architecture's tarball holds
-# the binaries of RELEASE_ONLY, and each image's index has the platforms it
-# is built for.
+# the binaries of RELEASE_ONLY, and each image's index has both platforms,
+# each image's ELF files are of its architecture with their libraries, and
+# its platforms hold the same tools (np::release::check_image).
 np::release::check() {
   local dir=$1 version=$2 arch b want got name list
   (cd "${dir}" && sha256sum --quiet -c SHA256SUMS) || np::die "${dir}: SHA256SUMS does not match the files"
@@ -239,15 +290,15 @@ np::release::check() {
   done
   want="linux/amd64 linux/arm64"
   for name in flexvolume-installer local-volume-provisioner mount-utilities; do
-    [[ "${name}" == mount-utilities ]] && want=linux/amd64
     [[ "${name}" == mount-utilities && "${RELEASE_ONLY:-all}" == small ]] && continue
     got=$(np::release::platforms "${dir}/images/${name}-${version}.oci.tar") ||
       np::die "${dir}/images/${name}-${version}.oci.tar is not an OCI archive with an image index"
     [[ "${got}" == "${want}" ]] || np::die "${name}: the index has platforms '${got}', want '${want}'"
+    np::release::check_image "${dir}/images/${name}-${version}.oci.tar" || exit 1
   done
   list=$(tar -tzf "${dir}/nodeplug-${version}-manifests.tar.gz") || np::die "${dir}: the manifests tarball is unreadable"
   grep -q "/deploy/local-volume-provisioner/crd.yaml$" <<<"${list}" ||
     np::die "${dir}: the manifests tarball has no deploy/local-volume-provisioner/crd.yaml"
   [[ -f "$(echo "${dir}"/local-volume-provisioner-*.tgz)" ]] || np::die "${dir}: no packaged Helm chart"
-  np::log "release ${version} in ${dir}: sums, tarballs and image platforms are right"
+  np::log "release ${version} in ${dir}: sums, tarballs, image platforms and contents are right"
 }
