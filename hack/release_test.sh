@@ -9,6 +9,8 @@
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 source "${NODEPLUG_ROOT}/hack/lib/release.sh"
+command -v readelf >/dev/null || np::die "readelf is missing (the image checks read ELF files with it)" "apt-get install binutils (hack/install-deps.sh)"
+command -v jq >/dev/null || np::die "jq is missing (the release check reads image indexes with it)" "apt-get install jq"
 work=$(mktemp -d /tmp/np-release-test.XXXXXX)
 trap 'rm -rf "${work}"' EXIT
 failures=0

@@ -6,7 +6,8 @@
 # iproute2, socat, curl and netcat-openbsd go into upstream's agnhost image
 # (build/e2e-images/agnhost/host-packages).
 APT_PACKAGES=(containerd runc busybox-static openssl socat conntrack iptables ethtool iproute2
-  containernetworking-plugins e2fsprogs util-linux mount curl netcat-openbsd openssh-server openssh-client sudo)
+  containernetworking-plugins e2fsprogs util-linux mount curl netcat-openbsd openssh-server openssh-client sudo
+  binutils)
 
 np::preflight::root() {
   [[ ${EUID} -eq 0 ]] || np::die "the local cluster needs root (mounts, cgroups, containerd)" "run it with sudo"

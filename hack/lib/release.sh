@@ -16,6 +16,7 @@ NP_RELEASE_ARCHES=(amd64 arm64)
 # them out.
 NP_RELEASE_HEAVY=(kubelet kube-controller-manager)
 NP_RELEASE_SMALL=(local-volume-provisioner flexvolume-installer)
+# The directories of the manifests tarball.
 NP_RELEASE_MANIFESTS=(deploy/local-volume-provisioner deploy/flexvolume deploy/mount-utilities)
 
 # np::release::version: RELEASE_VERSION, or v0.1.0-<commit> as the binaries
@@ -179,6 +180,7 @@ np::release::all() {
   [[ "$(go env GOHOSTARCH)" == amd64 ]] ||
     np::die "make release runs on an amd64 host (the mount-utilities image takes the host's tools, and Debian's arm64 packages of their versions)" "run it on linux/amd64"
   command -v jq >/dev/null || np::die "jq is missing (the release check reads the image indexes with it)" "apt-get install jq"
+  command -v readelf >/dev/null || np::die "readelf is missing (the arm64 image's libraries and the release check read ELF files with it)" "apt-get install binutils"
   version=$(np::release::version)
   np::release::binaries >/dev/null
   out=${OUT_DIR}/release/${version}
