@@ -4,8 +4,9 @@
 # refusals; np::release::check on a small release made here (tiny images
 # joined by mkimage index) that it must accept, then on broken copies of it
 # that it must refuse, each named; the same for the platform images'
-# contents (np::release::check_image) and the staging of arm64 tools from
-# unpacked packages (np::release::staged_binary_args).
+# contents (np::release::check_image), the staging of arm64 tools from
+# unpacked packages (np::release::staged_binary_args) and the choice of
+# their versions (np::release::arch_version).
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 source "${NODEPLUG_ROOT}/hack/lib/release.sh"
@@ -145,5 +146,19 @@ expect "staging: a library in none of the packages" fail without_libc
 amd64_tool() { cp /usr/bin/true "${work}/root/bin/true" && staged /usr/bin/true; }
 expect "staging: an amd64 tool among the arm64 packages" fail amd64_tool
 
+# The arm64 version of a host package, from apt-cache madison's answer.
+madison=$(printf '%s\n' ' e2fsprogs | 1.47.0-2+b2 | http://deb.debian.org/debian bookworm/main arm64 Packages' \
+  '     libc6 | 2.36-9+deb12u14 | http://deb.debian.org/debian bookworm/main arm64 Packages' \
+  '     libc6 | 2.36-9+deb12u7 | http://deb.debian.org/debian-security bookworm-security/main arm64 Packages' \
+  'libc6-dev | 2.36-9+deb12u9 | http://deb.debian.org/debian bookworm/main arm64 Packages')
+arch_version() { # PACKAGE HOST-VERSION WANT
+  local got
+  got=$(np::release::arch_version "$1" "$2" <<<"${madison}") && [[ "${got}" == "$3" ]] || { echo "got '${got:-}', want '$3'"; return 1; }
+}
+expect "arch version: the host's own" ok arch_version libc6 2.36-9+deb12u7 2.36-9+deb12u7
+expect "arch version: another binNMU of the same source" ok arch_version e2fsprogs 1.47.0-2 1.47.0-2+b2
+expect "arch version: none of the host's source version" fail arch_version libc6 2.36-9+deb12u9 -
+expect "arch version: a package the mirror lacks" fail arch_version libfoo1 1.0-1 -
+
 ((failures == 0)) || np::die "release_test: ${failures} case(s) failed" "see the cases above"
-np::log "release_test: version and RELEASE_ONLY refusals, np::release::check accepts a release and refuses 5 broken ones, np::release::check_image accepts an image and refuses 4 broken ones, np::release::staged_binary_args stages a tool and refuses 3 bad roots"
+np::log "release_test: version and RELEASE_ONLY refusals, np::release::check accepts a release and refuses 5 broken ones, np::release::check_image accepts an image and refuses 4 broken ones, np::release::staged_binary_args stages a tool and refuses 3 bad roots, np::release::arch_version picks 2 versions and refuses 2"

@@ -51,19 +51,21 @@ np::release::apt() {
   "${tool}" -qq "${opts[@]}" "$@"
 }
 
-# np::release::arch_version ARCH WORK PACKAGE VERSION: the version of
-# PACKAGE for ARCH built from the same source as the host's VERSION:
-# VERSION itself, or the one that differs only in its binNMU suffix
-# (+bN, a rebuild of one architecture).
+# np::release::arch_version PACKAGE VERSION: the version of PACKAGE, among
+# those apt-cache madison lists on stdin, built from the same source as the
+# host's VERSION: VERSION itself, or the one that differs only in its
+# binNMU suffix (+bN, a rebuild of one architecture).
 np::release::arch_version() {
-  local arch=$1 work=$2 pkg=$3 version=$4 v
-  for v in $(np::release::apt apt-cache "${arch}" "${work}" madison "${pkg}" | awk -F ' [|] ' '{print $2}'); do
+  local pkg=$1 version=$2 v versions
+  versions=$(awk -F '|' -v p="${pkg}" '{gsub(/ /, "")} $1 == p {print $2}')
+  for v in ${versions}; do
     [[ "${v}" == "${version}" ]] && { echo "${v}"; return; }
   done
-  for v in $(np::release::apt apt-cache "${arch}" "${work}" madison "${pkg}" | awk -F ' [|] ' '{print $2}'); do
+  for v in ${versions}; do
     [[ "${v%+b[0-9]*}" == "${version%+b[0-9]*}" ]] && { echo "${v}"; return; }
   done
-  np::die "the Debian mirror has no ${pkg}:${arch} of the host's version ${version}" \
+  versions=${versions//$'\n'/ }
+  np::die "the Debian mirror has no ${pkg} of the host's version ${version} (it has: ${versions:-none})" \
     "apt-get upgrade the host (its installed versions must still be on the mirror)"
 }
 
@@ -71,10 +73,12 @@ np::release::arch_version() {
 # PACKAGEs for ARCH (np::release::arch_version of each VERSION), one path
 # per line, downloaded into WORK/apt-ARCH/deb.
 np::release::download() {
-  local arch=$1 work=$2 p v pkgs=() files=() started=${SECONDS}
+  local arch=$1 work=$2 p v madison pkgs=() files=() started=${SECONDS}
   shift 2
+  madison=$(np::release::apt apt-cache "${arch}" "${work}" madison "${@%%=*}") ||
+    np::die "apt-cache madison ${*%%=*} for ${arch} failed"
   for p in "$@"; do
-    v=$(np::release::arch_version "${arch}" "${work}" "${p%%=*}" "${p#*=}") || exit 1
+    v=$(np::release::arch_version "${p%%=*}" "${p#*=}" <<<"${madison}") || exit 1
     pkgs+=("${p%%=*}:${arch}=${v}")
     # apt writes the epoch's colon as %3a.
     files+=("${work}/apt-${arch}/deb/${p%%=*}_${v//:/%3a}")
@@ -107,6 +111,10 @@ np::release::busybox() {
   local arch=$1 work=$2 version deb
   if [[ "${arch}" == "$(dpkg --print-architecture)" ]]; then
     echo /bin/busybox
+    return
+  fi
+  if [[ -x "${work}/apt-${arch}/busybox/bin/busybox" ]]; then
+    echo "${work}/apt-${arch}/busybox/bin/busybox"
     return
   fi
   version=$(dpkg-query -W -f '${Version}' busybox-static 2>/dev/null) ||
