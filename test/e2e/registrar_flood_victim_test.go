@@ -108,7 +108,7 @@ func (r *registrarRig) waitCSINode(b *testing.B, driver string, listed bool) tim
 	tick := time.NewTicker(csiNodePoll)
 	defer tick.Stop()
 	for {
-		n, err := r.c.Client.StorageV1().CSINodes().Get(ctx, r.node.Name, metav1.GetOptions{})
+		n, err := r.client.StorageV1().CSINodes().Get(ctx, r.node.Name, metav1.GetOptions{})
 		seen := time.Now()
 		if err != nil && !apierrors.IsNotFound(err) {
 			b.Fatalf("CSINode %s: %v", r.node.Name, err)
