@@ -68,6 +68,11 @@ func (r *registrarRig) sample(b *testing.B, driver string) registrarSample {
 	stopRegistrar, log := startLogged(b, r.node, r.registrar, "-v=4", "-csi-address="+sock,
 		"-kubelet-registration-path="+sock, "-plugin-registration-path="+r.regDir)
 	seen := r.waitCSINode(b, driver, true)
+	// The kubelet updates CSINode before it notifies the registrar: let
+	// the notification arrive before the registrar stops.
+	_ = framework.Poll(b.Context(), 2*time.Second, func(context.Context) bool {
+		return strings.Contains(log.String(), registrarStages[2].logged)
+	}, framework.PollEvery(5*time.Millisecond))
 	stopRegistrar()
 	stopDriver()
 	r.waitCSINode(b, driver, false)
