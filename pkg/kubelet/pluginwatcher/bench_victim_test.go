@@ -2,6 +2,7 @@ package pluginwatcher
 
 import (
 	"io"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -142,8 +143,8 @@ type phaseTB struct {
 func (p *phaseTB) Cleanup(f func()) { p.cleanups = append(p.cleanups, f) }
 
 func (p *phaseTB) cleanUp() {
-	for i := len(p.cleanups) - 1; i >= 0; i-- {
-		p.cleanups[i]()
+	for _, f := range slices.Backward(p.cleanups) {
+		f()
 	}
 }
 
