@@ -46,6 +46,7 @@ main() {
   NODE_IP=$(np::cluster::node_ip)
   [[ -n "${NODE_IP}" ]] || np::die "no global IPv4 address found for the node" "configure a network interface"
 
+  ! np::default_sc::enabled || np::default_sc::check_paths
   mkdir -p "${LOCAL_UP_DIR}"/{logs,pids}
   # Remember the network namespaces that are not ours, for local-down.
   ls /run/netns 2>/dev/null >"${LOCAL_UP_DIR}/netns-before" || true

@@ -71,6 +71,19 @@ np::default_sc::render() {
       -e "s#@REGISTRATION@#${reg}#"
 }
 
+# np::default_sc::check_paths: the driver's two unix sockets (its CSI
+# endpoint under the kubelet's root and its registration socket) fit the
+# 107 bytes Linux allows a socket path; a long LOCAL_UP_DIR with NODES=1
+# puts them over, and the driver could not bind them.
+np::default_sc::check_paths() {
+  local p
+  for p in "$(np::default_sc::kubelet_dir)/plugins/${CSI_HOSTPATH_DRIVER}/csi.sock" \
+    "$(np::default_sc::registration_dir)/${CSI_HOSTPATH_DRIVER}-reg.sock"; do
+    ((${#p} <= 107)) || np::die "the default class's driver socket ${p} is ${#p} bytes, over the 107 a unix socket path may have" \
+      "use a shorter LOCAL_UP_DIR (e.g. LOCAL_UP_DIR=/tmp/nodeplug-up), NODES=3, or DEFAULT_STORAGECLASS=false"
+  done
+}
+
 # np::default_sc::apply: applies the rendered deploy/csi-hostpath; the
 # driver's pods start once the nodes are Ready.
 np::default_sc::apply() {
