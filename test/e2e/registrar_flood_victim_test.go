@@ -9,8 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -59,14 +57,14 @@ func (r *registrarRig) sample(b *testing.B, driver string) registrarSample {
 	defer os.RemoveAll(hostTmp)
 	dir := filepath.Join("/tmp", filepath.Base(hostTmp)) // as the node sees it
 	sock := filepath.Join(dir, "csi.sock")
-	stopDriver, _ := startLogged(b, r.node, r.hostpath, "-drivername="+driver,
-		"-nodeid="+r.node.Name, "-endpoint="+sock, "-data-dir="+filepath.Join(dir, "data"))
+	stopDriver, _ := r.node.StartLogged(b, r.hostpath, []string{"-drivername=" + driver,
+		"-nodeid=" + r.node.Name, "-endpoint=" + sock, "-data-dir=" + filepath.Join(dir, "data")})
 	defer stopDriver()
 	waitSocket(b, filepath.Join(hostTmp, "csi.sock"))
 
 	start := time.Now()
-	stopRegistrar, log := startLogged(b, r.node, r.registrar, "-v=4", "-csi-address="+sock,
-		"-kubelet-registration-path="+sock, "-plugin-registration-path="+r.regDir)
+	stopRegistrar, log := r.node.StartLogged(b, r.registrar, []string{"-v=4", "-csi-address=" + sock,
+		"-kubelet-registration-path=" + sock, "-plugin-registration-path=" + r.regDir})
 	seen := r.waitCSINode(b, driver, true)
 	// The kubelet updates CSINode before it notifies the registrar: let
 	// the notification arrive before the registrar stops.
@@ -160,64 +158,4 @@ func loggedTimes(log string, ref time.Time) map[string]time.Time {
 		}
 	}
 	return at
-}
-
-// startLogged starts bin (see framework.Cluster.NodeVisible) on node n
-// with args, its output kept; stop sends SIGTERM to the process itself
-// (SIGKILL after 10 s) and waits for it. It is also stopped when tb ends,
-// and its output logged if tb failed.
-func startLogged(tb testing.TB, n *framework.Node, bin string, args ...string) (stop func(), out *syncBuffer) {
-	tb.Helper()
-	cmd := n.DaemonCommand(bin, args...)
-	out = &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		tb.Fatalf("start %s on node %s: %v", bin, n.Name, err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	pid, err := n.DaemonPID(ctx, cmd)
-	if err != nil {
-		_ = cmd.Process.Kill()
-		tb.Fatal(err)
-	}
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			_ = syscall.Kill(pid, syscall.SIGTERM)
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-				<-done
-			}
-		})
-	}
-	tb.Cleanup(func() {
-		stop()
-		if tb.Failed() {
-			tb.Logf("%s on node %s, output:\n%s", filepath.Base(bin), n.Name, out.String())
-		}
-	})
-	return stop, out
-}
-
-// syncBuffer is an output buffer a process writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -4,6 +4,7 @@ package framework
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -75,11 +76,19 @@ var (
 // called, and its output is logged if t failed.
 func (n *Node) StartProcess(t testing.TB, bin string, args []string, env ...string) (stop func()) {
 	t.Helper()
+	stop, _ = n.StartLogged(t, bin, args, env...)
+	return stop
+}
+
+// StartLogged is StartProcess that also returns the process's output
+// (stdout and stderr), which the test may read while it runs.
+func (n *Node) StartLogged(t testing.TB, bin string, args []string, env ...string) (stop func(), out fmt.Stringer) {
+	t.Helper()
 	bin = n.c.NodeVisible(t, bin)
 	cmd := n.DaemonCommand(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
-	out := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
+	buf := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = buf, buf
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s on node %s: %v", bin, n.Name, err)
 	}
@@ -108,10 +117,10 @@ func (n *Node) StartProcess(t testing.TB, bin string, args []string, env ...stri
 	t.Cleanup(func() {
 		stop()
 		if t.Failed() {
-			t.Logf("%s on node %s, output:\n%s", filepath.Base(bin), n.Name, out.String())
+			t.Logf("%s on node %s, output:\n%s", filepath.Base(bin), n.Name, buf.String())
 		}
 	})
-	return stop
+	return stop, buf
 }
 
 type lockedBuffer struct {
