@@ -2,7 +2,7 @@
 # np::images::build writes the cluster's images as docker-archive tarballs
 # with hack/tools/mkimage (no docker, no registry): pause, busybox, and the
 # recipes in build/ (flexvolume-installer, local-volume-provisioner,
-# mount-utilities, dra-test-driver).
+# mount-utilities, dra-test-driver, dra-example-driver).
 # np::images::import loads them into the local containerd. Pods use
 # imagePullPolicy Never or IfNotPresent.
 
@@ -127,6 +127,13 @@ np::images::build() {
   mapfile -t args < <(np::images::recipe dra-test-driver)
   "${BIN_DIR}/mkimage" -o "${dir}/dra-test-driver.tar" "${args[@]}" ||
     np::die "building the dra-test-driver image failed" "see build/dra-test-driver/README.md"
+  mapfile -t args < <(np::images::recipe dra-example-driver)
+  # The image's tag is the release the chart's appVersion names.
+  [[ " ${args[*]} " == *":$(np::build::dra_example_driver_version) "* ]] ||
+    np::die "build/dra-example-driver/image.args does not tag the image with the release hack/tools/dra-example-driver/go.mod pins ($(np::build::dra_example_driver_version))" \
+      "make the two agree"
+  "${BIN_DIR}/mkimage" -o "${dir}/dra-example-driver.tar" "${args[@]}" ||
+    np::die "building the dra-example-driver image failed" "see build/dra-example-driver/README.md"
 }
 
 # np::images::import FILE...: load docker-archive tarballs into containerd.
