@@ -41,6 +41,11 @@ teardown() {
 trap teardown EXIT
 
 [[ "${SKIP_BUILD:-0}" == 1 ]] || "${NODEPLUG_ROOT}/hack/build.sh"
+# TestDRAExampleDriver installs dra-example-driver's chart with the helm
+# that hack/tools/helm pins (built by the integration tier too; 2 s warm).
+source "${NODEPLUG_ROOT}/hack/lib/helm.sh"
+np::helm::build
+export NODEPLUG_HELM=${BIN_DIR}/helm
 # local-up and local-down under faults (port taken, failure half way, a
 # killed cluster), in a cluster directory of their own. E2E_FAULTS=0 leaves
 # them out of a developer's run; CI always runs them.

@@ -22,7 +22,7 @@ import (
 // bound to a node by name skips allocation), and waits until all run,
 // failing t otherwise. They are deleted when owner (t or a test that
 // contains it) ends.
-func draClaimPods(ctx context.Context, t *testing.T, owner testing.TB, c *framework.Cluster, prefix string, nodes []*framework.Node) map[string]*corev1.Pod {
+func draClaimPods(ctx context.Context, t *testing.T, owner testing.TB, c *framework.Cluster, d *draDriver, prefix string, nodes []*framework.Node) map[string]*corev1.Pod {
 	t.Helper()
 	for _, n := range nodes {
 		pod := framework.BusyboxPod(prefix+"-"+n.Name, "env; sleep 3600")
@@ -31,7 +31,7 @@ func draClaimPods(ctx context.Context, t *testing.T, owner testing.TB, c *framew
 				MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{n.Name}}},
 			}}},
 		}}
-		tmpl := draTemplate
+		tmpl := d.template
 		pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "dev", ResourceClaimTemplateName: &tmpl}}
 		pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "dev"}}
 		pod.Namespace = "default"
@@ -67,16 +67,16 @@ func draPodsByPrefix(ctx context.Context, t *testing.T, c *framework.Cluster, pr
 }
 
 // draRequireClaim checks that pod runs on n with its claim allocated from
-// n's pool and reserved for it, that the driver wrote the claim's CDI spec
-// on n with the claim's parameter as an environment variable, and, where
-// the container runtime applies CDI, that the container sees it.
-func draRequireClaim(ctx context.Context, t *testing.T, c *framework.Cluster, pod *corev1.Pod, n *framework.Node) *resourceapi.ResourceClaim {
+// n's pool and reserved for it, that the driver wrote a CDI spec for the
+// claim on n with the driver's environment variable for it (d.claimEnv),
+// and, where the container runtime applies CDI, that the container sees it.
+func draRequireClaim(ctx context.Context, t *testing.T, c *framework.Cluster, d *draDriver, pod *corev1.Pod, n *framework.Node) *resourceapi.ResourceClaim {
 	t.Helper()
 	if pod.Spec.NodeName != n.Name {
 		t.Fatalf("pod %s runs on %s, want %s", pod.Name, pod.Spec.NodeName, n.Name)
 	}
 	if len(pod.Status.ResourceClaimStatuses) != 1 || pod.Status.ResourceClaimStatuses[0].ResourceClaimName == nil {
-		t.Fatalf("pod %s: claim statuses %v, want the claim made from %s", pod.Name, pod.Status.ResourceClaimStatuses, draTemplate)
+		t.Fatalf("pod %s: claim statuses %v, want the claim made from %s", pod.Name, pod.Status.ResourceClaimStatuses, d.template)
 	}
 	name := *pod.Status.ResourceClaimStatuses[0].ResourceClaimName
 	claim, err := c.Client.ResourceV1().ResourceClaims("default").Get(ctx, name, metav1.GetOptions{})
@@ -87,8 +87,8 @@ func draRequireClaim(ctx context.Context, t *testing.T, c *framework.Cluster, po
 	if alloc == nil || len(alloc.Devices.Results) != 1 {
 		t.Fatalf("claim %s of pod %s: allocation %+v, want one device", name, pod.Name, alloc)
 	}
-	if r := alloc.Devices.Results[0]; r.Driver != draDriver || r.Pool != n.Name {
-		t.Errorf("claim %s: device %s/%s/%s, want one of %s in pool %s", name, r.Driver, r.Pool, r.Device, draDriver, n.Name)
+	if r := alloc.Devices.Results[0]; r.Driver != d.name || r.Pool != n.Name {
+		t.Errorf("claim %s: device %s/%s/%s, want one of %s in pool %s", name, r.Driver, r.Pool, r.Device, d.name, n.Name)
 	}
 	reserved := false
 	for _, ref := range claim.Status.ReservedFor {
@@ -97,25 +97,22 @@ func draRequireClaim(ctx context.Context, t *testing.T, c *framework.Cluster, po
 	if !reserved {
 		t.Errorf("claim %s is not reserved for pod %s: %+v", name, pod.Name, claim.Status.ReservedFor)
 	}
-	spec := filepath.Join(n.HostPath("/run/cdi"), draDriver+"-"+string(claim.UID)+"-"+draRequest+".json")
-	raw, err := os.ReadFile(spec)
-	if err != nil {
-		t.Fatalf("the driver's CDI spec for claim %s on node %s: %v", name, n.Name, err)
-	}
-	if !strings.Contains(string(raw), draEnv) {
-		t.Errorf("the CDI spec %s does not set %s: %s", spec, draEnv, raw)
+	env := d.claimEnv(claim)
+	spec, raw := draCDISpec(t, n, claim)
+	if !strings.Contains(string(raw), env) {
+		t.Errorf("the CDI spec %s does not set %s: %s", spec, env, raw)
 	}
 	logs, err := c.Kubectl(ctx, "logs", "-n", "default", pod.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sees := strings.Contains(logs, draEnv)
+	sees := strings.Contains(logs, env)
 	switch cdi, version := draRuntimeHasCDI(t); {
 	case sees:
 	case cdi:
-		t.Errorf("pod %s does not see %s from its device's CDI spec (containerd %s):\n%s", pod.Name, draEnv, version, logs)
+		t.Errorf("pod %s does not see %s from its device's CDI spec (containerd %s):\n%s", pod.Name, env, version, logs)
 	default:
-		t.Logf("pod %s: containerd %s has no CDI, so the container does not get %s from the spec", pod.Name, version, draEnv)
+		t.Logf("pod %s: containerd %s has no CDI, so the container does not get %s from the spec", pod.Name, version, env)
 	}
 	return claim
 }
@@ -133,18 +130,35 @@ func draRequireUntouched(ctx context.Context, t *testing.T, c *framework.Cluster
 	}
 }
 
+// draCDISpec returns the path and content of the one CDI spec on n whose
+// name has claim's UID (each driver names its specs its own way).
+func draCDISpec(t *testing.T, n *framework.Node, claim *resourceapi.ResourceClaim) (string, []byte) {
+	t.Helper()
+	dir := n.HostPath("/run/cdi")
+	specs, _ := filepath.Glob(filepath.Join(dir, "*"+string(claim.UID)+"*"))
+	if len(specs) != 1 {
+		t.Fatalf("the driver's CDI spec for claim %s on node %s: %d files in %s name its UID %s, want 1", claim.Name, n.Name, len(specs), dir, claim.UID)
+	}
+	raw, err := os.ReadFile(specs[0])
+	if err != nil {
+		t.Fatalf("the driver's CDI spec for claim %s on node %s: %v", claim.Name, n.Name, err)
+	}
+	return specs[0], raw
+}
+
 // draRequirePreparedBy checks that the driver instance in pod prepared
-// claim: its log (-v=3) has the CDI device it created for the claim.
-func draRequirePreparedBy(ctx context.Context, t *testing.T, c *framework.Cluster, driver *corev1.Pod, claim *resourceapi.ResourceClaim) {
+// claim: its log names the claim's UID (both drivers log each claim they
+// prepare).
+func draRequirePreparedBy(ctx context.Context, t *testing.T, c *framework.Cluster, d *draDriver, driver *corev1.Pod, claim *resourceapi.ResourceClaim) {
 	t.Helper()
 	if driver == nil {
 		t.Fatalf("no driver instance for claim %s", claim.Name)
 	}
-	logs, err := c.Kubectl(ctx, "logs", "-n", draNamespace, driver.Name)
+	logs, err := c.Kubectl(ctx, "logs", "-n", d.namespace, driver.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(logs, "claim-"+string(claim.UID)) {
+	if !strings.Contains(logs, string(claim.UID)) {
 		t.Errorf("claim %s (%s) was not prepared by the new driver instance %s on %s", claim.Name, claim.UID, driver.Name, driver.Spec.NodeName)
 	}
 }

@@ -17,45 +17,81 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/kubernetes/test/e2e/dra/test-driver/deploy/example"
 
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
 )
 
+// draDriver is what the DRA cases (draCases) need to know of a DRA driver
+// deployed as a DaemonSet on every node.
+type draDriver struct {
+	name      string // the driver's name, in its ResourceSlices and CDI specs
+	namespace string // of its DaemonSet
+	daemonSet string
+	selector  string // labels of its pods
+	template  string // a ResourceClaimTemplate in namespace default for one of its devices
+	devices   int    // devices it publishes per node
+	command   string // argv[0] of its process
+	podPrefix string // of the names of the claim pods the cases create
+	// claimEnv is (a part of) the environment variable the driver's CDI
+	// spec for claim gives a container.
+	claimEnv func(claim *resourceapi.ResourceClaim) string
+	// update starts a rolling update of its DaemonSet (maxSurge 1) the
+	// way its users would.
+	update func(ctx context.Context, t *testing.T, c *framework.Cluster)
+}
+
 // Upstream's DRA test driver as build/dra-test-driver runs it, and the
 // objects the DRA tests create for it.
 const (
-	draDriver    = "test-driver.cdi.k8s.io"
-	draImage     = "docker.io/nodeplug/dra-test-driver:v1.37.2"
-	draNamespace = "nodeplug-dra-namespace" // upstream's RBAC names, with its placeholder replaced
-	draAccount   = "nodeplug-dra-service-account"
-	draDaemonSet = "dra-test-driver"
-	draClass     = "nodeplug-dra-e2e"
-	draTemplate  = "nodeplug-dra-e2e"
-	draRequest   = "dev"
-	// draEnv is the variable the driver's CDI spec sets from the claim's
-	// opaque parameter {"nodeplug": "dra-e2e"} (upstream prefixes "user_").
-	draEnv = "user_nodeplug=dra-e2e"
-	// draDevices is how many devices the driver publishes per node.
-	draDevices = 4
+	draTestName      = "test-driver.cdi.k8s.io"
+	draTestImage     = "docker.io/nodeplug/dra-test-driver:v1.37.2"
+	draTestNamespace = "nodeplug-dra-namespace" // upstream's RBAC names, with its placeholder replaced
+	draTestAccount   = "nodeplug-dra-service-account"
+	draTestDaemonSet = "dra-test-driver"
+	draTestClass     = "nodeplug-dra-e2e"
+	draTestRequest   = "dev"
+	// draTestEnv is the variable the driver's CDI spec sets from the
+	// claim's opaque parameter {"nodeplug": "dra-e2e"} (upstream prefixes
+	// "user_").
+	draTestEnv = "user_nodeplug=dra-e2e"
 )
+
+// draTestDriver describes upstream's DRA test driver: four devices per
+// node; a rolling update is a change of the DaemonSet's pod template.
+func draTestDriver() *draDriver {
+	d := &draDriver{
+		name: draTestName, namespace: draTestNamespace, daemonSet: draTestDaemonSet,
+		selector: "app=" + draTestDaemonSet, template: "nodeplug-dra-e2e", devices: 4,
+		command: "/dra-test-driver", podPrefix: "e2e-dra-",
+		claimEnv: func(*resourceapi.ResourceClaim) string { return draTestEnv },
+	}
+	d.update = func(ctx context.Context, t *testing.T, c *framework.Cluster) {
+		patch := `{"spec":{"template":{"metadata":{"annotations":{"e2e.nodeplug.io/revision":"2"}}}}}`
+		if _, err := c.Client.AppsV1().DaemonSets(d.namespace).Patch(ctx, d.daemonSet, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
 
 // draDeploy creates upstream's RBAC for the driver (PluginPermissions of
 // k8s.io/kubernetes/test/e2e/dra/test-driver/deploy/example, with its
 // placeholders replaced), a DeviceClass of the driver, a claim template in
 // the default namespace, and the driver's DaemonSet on every node, and
 // waits for a ready instance on each. Everything is deleted when t ends.
-func draDeploy(ctx context.Context, t *testing.T, c *framework.Cluster, regDir string) {
+func draDeploy(ctx context.Context, t *testing.T, c *framework.Cluster, d *draDriver, regDir string) {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: draNamespace}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: draTestNamespace}}
 	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("create namespace %s: %v", draNamespace, err)
+		t.Fatalf("create namespace %s: %v", draTestNamespace, err)
 	}
 	t.Cleanup(func() {
-		_ = c.Client.CoreV1().Namespaces().Delete(context.Background(), draNamespace, metav1.DeleteOptions{})
+		_ = c.Client.CoreV1().Namespaces().Delete(context.Background(), draTestNamespace, metav1.DeleteOptions{})
 	})
-	perms := strings.ReplaceAll(example.PluginPermissions, "dra-kubelet-plugin-driver-name", draDriver)
+	perms := strings.ReplaceAll(example.PluginPermissions, "dra-kubelet-plugin-driver-name", draTestName)
 	perms = strings.ReplaceAll(perms, "dra-kubelet-plugin", "nodeplug-dra")
 	file := filepath.Join(t.TempDir(), "plugin-permissions.yaml")
 	if err := os.WriteFile(file, []byte(perms), 0o644); err != nil {
@@ -70,51 +106,60 @@ func draDeploy(ctx context.Context, t *testing.T, c *framework.Cluster, regDir s
 
 	res := c.Client.ResourceV1()
 	class := &resourceapi.DeviceClass{
-		ObjectMeta: metav1.ObjectMeta{Name: draClass},
+		ObjectMeta: metav1.ObjectMeta{Name: draTestClass},
 		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{
-			CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", draDriver)},
+			CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", draTestName)},
 		}}},
 	}
 	if _, err := res.DeviceClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create DeviceClass %s: %v (does the API server serve resource.k8s.io/v1?)", draClass, err)
+		t.Fatalf("create DeviceClass %s: %v (does the API server serve resource.k8s.io/v1?)", draTestClass, err)
 	}
-	t.Cleanup(func() { _ = res.DeviceClasses().Delete(context.Background(), draClass, metav1.DeleteOptions{}) })
-	tmpl := &resourceapi.ResourceClaimTemplate{
-		ObjectMeta: metav1.ObjectMeta{Name: draTemplate, Namespace: "default"},
-		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
-			Requests: []resourceapi.DeviceRequest{{Name: draRequest, Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: draClass}}},
-			Config: []resourceapi.DeviceClaimConfiguration{{DeviceConfiguration: resourceapi.DeviceConfiguration{
-				Opaque: &resourceapi.OpaqueDeviceConfiguration{Driver: draDriver,
-					Parameters: runtime.RawExtension{Raw: []byte(`{"nodeplug":"dra-e2e"}`)}},
-			}}},
-		}}},
-	}
-	if _, err := res.ResourceClaimTemplates("default").Create(ctx, tmpl, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create ResourceClaimTemplate %s: %v", draTemplate, err)
+	t.Cleanup(func() { _ = res.DeviceClasses().Delete(context.Background(), draTestClass, metav1.DeleteOptions{}) })
+	draCreateTemplate(ctx, t, c, d, draTestClass, &resourceapi.OpaqueDeviceConfiguration{Driver: draTestName,
+		Parameters: runtime.RawExtension{Raw: []byte(`{"nodeplug":"dra-e2e"}`)}})
+
+	apps := c.Client.AppsV1().DaemonSets(d.namespace)
+	if _, err := apps.Create(ctx, draDaemonSetSpec(regDir), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create DaemonSet %s: %v", d.daemonSet, err)
 	}
 	t.Cleanup(func() {
-		_ = res.ResourceClaimTemplates("default").Delete(context.Background(), draTemplate, metav1.DeleteOptions{})
+		_ = apps.Delete(context.Background(), d.daemonSet, metav1.DeleteOptions{})
+		draUndeploy(t, c, d)
 	})
-
-	apps := c.Client.AppsV1().DaemonSets(draNamespace)
-	if _, err := apps.Create(ctx, draDaemonSetSpec(regDir), metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create DaemonSet %s: %v", draDaemonSet, err)
-	}
-	t.Cleanup(func() { draUndeploy(t, c) })
-	draAwaitRollout(ctx, t, c, len(c.Nodes), nil)
+	draAwaitRollout(ctx, t, c, d, len(c.Nodes), nil)
 }
 
-// draUndeploy deletes the DaemonSet and any instance left (orphaned ones
-// included), and waits until they are gone.
-func draUndeploy(t *testing.T, c *framework.Cluster) {
+// draCreateTemplate creates d.template in namespace default: one device of
+// class, with config if it is not nil. It is deleted when t ends.
+func draCreateTemplate(ctx context.Context, t *testing.T, c *framework.Cluster, d *draDriver, class string, config *resourceapi.OpaqueDeviceConfiguration) {
+	t.Helper()
+	spec := resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+		Requests: []resourceapi.DeviceRequest{{Name: draTestRequest, Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: class}}},
+	}}
+	if config != nil {
+		spec.Devices.Config = []resourceapi.DeviceClaimConfiguration{{DeviceConfiguration: resourceapi.DeviceConfiguration{Opaque: config}}}
+	}
+	tmpl := &resourceapi.ResourceClaimTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: d.template, Namespace: "default"},
+		Spec:       resourceapi.ResourceClaimTemplateSpec{Spec: spec},
+	}
+	templates := c.Client.ResourceV1().ResourceClaimTemplates("default")
+	if _, err := templates.Create(ctx, tmpl, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create ResourceClaimTemplate %s: %v", d.template, err)
+	}
+	t.Cleanup(func() { _ = templates.Delete(context.Background(), d.template, metav1.DeleteOptions{}) })
+}
+
+// draUndeploy deletes the driver's instances left (orphaned ones included)
+// and waits until they are gone.
+func draUndeploy(t *testing.T, c *framework.Cluster, d *draDriver) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	_ = c.Client.AppsV1().DaemonSets(draNamespace).Delete(ctx, draDaemonSet, metav1.DeleteOptions{})
-	pods := c.Client.CoreV1().Pods(draNamespace)
-	_ = pods.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "app=" + draDaemonSet})
+	pods := c.Client.CoreV1().Pods(d.namespace)
+	_ = pods.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: d.selector})
 	// t's own context is cancelled by now.
 	if err := framework.Poll(ctx, 0, func(ctx context.Context) bool {
-		l, err := pods.List(ctx, metav1.ListOptions{LabelSelector: "app=" + draDaemonSet})
+		l, err := pods.List(ctx, metav1.ListOptions{LabelSelector: d.selector})
 		return err == nil && len(l.Items) == 0
 	}); err != nil {
 		t.Errorf("the driver's pods are still there 60 s after their deletion: %v", err)
@@ -126,7 +171,7 @@ func draUndeploy(t *testing.T, c *framework.Cluster) {
 // path in the container, so the helper picks the socket name the kubelet
 // can reach); the data and CDI directories are upstream's defaults.
 func draDaemonSetSpec(regDir string) *appsv1.DaemonSet {
-	labels := map[string]string{"app": draDaemonSet}
+	labels := map[string]string{"app": draTestDaemonSet}
 	surge, zero := intstr.FromInt32(1), intstr.FromInt32(0)
 	grace := int64(10)
 	dirOrCreate := corev1.HostPathDirectoryOrCreate
@@ -144,7 +189,7 @@ func draDaemonSetSpec(regDir string) *appsv1.DaemonSet {
 		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
 	}
 	return &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: draDaemonSet, Namespace: draNamespace},
+		ObjectMeta: metav1.ObjectMeta{Name: draTestDaemonSet, Namespace: draTestNamespace},
 		Spec: appsv1.DaemonSetSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType,
@@ -152,11 +197,11 @@ func draDaemonSetSpec(regDir string) *appsv1.DaemonSet {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{"e2e.nodeplug.io/revision": "1"}},
 				Spec: corev1.PodSpec{
-					ServiceAccountName:            draAccount,
+					ServiceAccountName:            draTestAccount,
 					TerminationGracePeriodSeconds: &grace,
 					Volumes:                       vols,
 					Containers: []corev1.Container{{
-						Name: "plugin", Image: draImage, ImagePullPolicy: corev1.PullNever,
+						Name: "plugin", Image: draTestImage, ImagePullPolicy: corev1.PullNever,
 						Args: []string{"--node-name=$(NODE_NAME)", "--pod-uid=$(POD_UID)",
 							"--plugin-registration-path=" + regDir, "--cdi-dir=/var/run/cdi", "-v=3"},
 						Env:          []corev1.EnvVar{fieldEnv("NODE_NAME", "spec.nodeName"), fieldEnv("POD_UID", "metadata.uid")},
@@ -171,12 +216,12 @@ func draDaemonSetSpec(regDir string) *appsv1.DaemonSet {
 // draAwaitRollout waits until the DaemonSet has an updated, ready instance
 // on each of want nodes and none of the pods in old is left, and returns
 // the instance on each node.
-func draAwaitRollout(ctx context.Context, t *testing.T, c *framework.Cluster, want int, old map[string]*corev1.Pod) map[string]*corev1.Pod {
+func draAwaitRollout(ctx context.Context, t *testing.T, c *framework.Cluster, d *draDriver, want int, old map[string]*corev1.Pod) map[string]*corev1.Pod {
 	t.Helper()
 	var last string
 	var byNode map[string]*corev1.Pod
 	err := framework.Poll(t.Context(), 120*time.Second, func(context.Context) bool {
-		ds, err := c.Client.AppsV1().DaemonSets(draNamespace).Get(ctx, draDaemonSet, metav1.GetOptions{})
+		ds, err := c.Client.AppsV1().DaemonSets(d.namespace).Get(ctx, d.daemonSet, metav1.GetOptions{})
 		if err != nil {
 			last = err.Error()
 			return false
@@ -186,7 +231,7 @@ func draAwaitRollout(ctx context.Context, t *testing.T, c *framework.Cluster, wa
 		if s.ObservedGeneration < ds.Generation || int(s.DesiredNumberScheduled) != want || s.UpdatedNumberScheduled != s.DesiredNumberScheduled || s.NumberReady != s.DesiredNumberScheduled {
 			return false
 		}
-		l, err := c.Client.CoreV1().Pods(draNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + draDaemonSet})
+		l, err := c.Client.CoreV1().Pods(d.namespace).List(ctx, metav1.ListOptions{LabelSelector: d.selector})
 		if err != nil {
 			return false
 		}
@@ -200,20 +245,20 @@ func draAwaitRollout(ctx context.Context, t *testing.T, c *framework.Cluster, wa
 				return false
 			}
 		}
-		byNode = draInstances(ctx, t, c)
+		byNode = draInstances(ctx, t, c, d)
 		return len(byNode) == want
 	})
 	if err != nil {
-		t.Fatalf("the DaemonSet %s did not roll out in 120 s: %s", draDaemonSet, last)
+		t.Fatalf("the DaemonSet %s did not roll out in 120 s: %s", d.daemonSet, last)
 	}
 	return byNode
 }
 
 // draInstances returns the driver's running pod on each node; it fails t
 // if a node runs more than one.
-func draInstances(ctx context.Context, t *testing.T, c *framework.Cluster) map[string]*corev1.Pod {
+func draInstances(ctx context.Context, t *testing.T, c *framework.Cluster, d *draDriver) map[string]*corev1.Pod {
 	t.Helper()
-	l, err := c.Client.CoreV1().Pods(draNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + draDaemonSet})
+	l, err := c.Client.CoreV1().Pods(d.namespace).List(ctx, metav1.ListOptions{LabelSelector: d.selector})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,8 +278,8 @@ func draInstances(ctx context.Context, t *testing.T, c *framework.Cluster) map[s
 
 // draSlices returns how many of the driver's devices each node's
 // ResourceSlices publish.
-func draSlices(ctx context.Context, c *framework.Cluster) (map[string]int, error) {
-	l, err := c.Client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{FieldSelector: "spec.driver=" + draDriver})
+func draSlices(ctx context.Context, c *framework.Cluster, d *draDriver) (map[string]int, error) {
+	l, err := c.Client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{FieldSelector: "spec.driver=" + d.name})
 	if err != nil {
 		return nil, err
 	}
