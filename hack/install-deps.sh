@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the cluster and the tests use (containerd,
-# runc, busybox-static, e2fsprogs, ...), when running as root and any is
+# Installs the Debian packages the cluster and the tests use (runc,
+# busybox-static, e2fsprogs, ...), when running as root and any is
 # missing, and loads the fuse module if /dev/fuse is missing. Quiet and
 # quick when everything is there.
 set -o errexit -o nounset -o pipefail

@@ -72,10 +72,20 @@ np::cluster::await() {
   np::log "${name} is ready"
 }
 
+# np::cluster::containerd_built dies unless hack/build.sh built containerd
+# (np::build::containerd): the cluster never falls back to the host's.
+np::cluster::containerd_built() {
+  [[ -x "${CONTAINERD_BIN_DIR}/containerd" && -x "${CONTAINERD_BIN_DIR}/containerd-shim-runc-v2" ]] ||
+    np::die "${CONTAINERD_BIN_DIR} has no containerd and runc shim" \
+      "run hack/build.sh (or local-up without SKIP_BUILD=1); it builds them from hack/tools/containerd"
+}
+
 # np::cluster::containerd_conf FILE DIR SOCK CNI_DIR [TTRPC]: a containerd
 # configuration with its root and state in DIR, its socket SOCK (and ttrpc
 # socket TTRPC when given) and its CNI configuration in CNI_DIR. The host's
-# node and every namespaced node use it.
+# node and every namespaced node use it. containerd 2.x reads this version 2
+# file and migrates it; CDI is on by default (specs in /etc/cdi and
+# /var/run/cdi).
 np::cluster::containerd_conf() {
   local file=$1 dir=$2 sock=$3 cni=$4 ttrpc=${5:-} ttrpc_section=""
   [[ -z "${ttrpc}" ]] || ttrpc_section=$'\n[ttrpc]\n  address = "'"${ttrpc}"'"'
@@ -136,7 +146,8 @@ np::cluster::kube_configs() {
 
 np::cluster::start_containerd() {
   mkdir -p "${LOCAL_UP_DIR}/run"
-  np::cluster::start containerd containerd --config "${LOCAL_UP_DIR}/conf/containerd.toml"
+  np::cluster::containerd_built
+  np::cluster::start containerd "${CONTAINERD_BIN_DIR}/containerd" --config "${LOCAL_UP_DIR}/conf/containerd.toml"
   np::cluster::await containerd 30 ctr --address "${CONTAINERD_SOCK}" version
 }
 

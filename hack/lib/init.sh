@@ -6,6 +6,16 @@ NODEPLUG_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
 OUT_DIR=${OUT_DIR:-${NODEPLUG_ROOT}/_output}
 BIN_DIR=${BIN_DIR:-${OUT_DIR}/bin}
 LOCAL_UP_DIR=${LOCAL_UP_DIR:-${OUT_DIR}/local-up}
+# containerd, its runc shim and ctr, built from the module proxy
+# (hack/tools/containerd), come before the host's in every script's PATH.
+CONTAINERD_BIN_DIR=${BIN_DIR}/containerd
+case ":${PATH}:" in
+*":${CONTAINERD_BIN_DIR}:"*) ;;
+*) export PATH=${CONTAINERD_BIN_DIR}:${PATH} ;;
+esac
+# ctr would repeat the daemon's deprecation warnings (cgroup v1 on such
+# hosts) on every call; containerd's own log keeps them.
+export CONTAINERD_SUPPRESS_DEPRECATION_WARNINGS=${CONTAINERD_SUPPRESS_DEPRECATION_WARNINGS:-1}
 
 # The upstream Kubernetes version embedded in the binaries (go.mod's pin).
 KUBE_VERSION=$(awk '$1=="k8s.io/kubernetes" && $2 ~ /^v/ {print $2; exit}' "${NODEPLUG_ROOT}/go.mod")

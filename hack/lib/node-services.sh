@@ -53,8 +53,10 @@ np::services::write() {
   local i=$1 name dir
   name=$(np::nodes::name "${i}") dir=$(np::nodes::dir "${i}")
   [[ -n "${NODES_KUBELET_PATH:-}" ]] || np::die "NODES_KUBELET_PATH is not set" "set it once with np::cluster::kubelet_path"
-  np::services::unit "${i}" containerd "containerd container runtime" 30s always "" \
-    "$(command -v containerd)" --config "${dir}/containerd.toml"
+  np::cluster::containerd_built
+  # PATH: containerd starts the runc shim it finds first.
+  np::services::unit "${i}" containerd "containerd container runtime" 30s always "PATH=${PATH}" \
+    "${CONTAINERD_BIN_DIR}/containerd" --config "${dir}/containerd.toml"
   # shellcheck disable=SC2086 # KUBELET_EXTRA_FLAGS is a list of flags.
   np::services::unit "${i}" kubelet "kubelet: The Kubernetes Node Agent (nodeplug)" 30s no "PATH=${NODES_KUBELET_PATH}" \
     "${BIN_DIR}/kubelet" --config "${dir}/kubelet.yaml" --kubeconfig "${dir}/kubelet.kubeconfig" \

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Checks and installs what the local cluster needs before anything starts.
 
+# containerd is not among them: Debian 12's 1.6 is older than Kubernetes
+# v1.37 supports, so hack/build.sh builds 2.x (hack/tools/containerd).
 # e2fsprogs, util-linux and mount also provide the host tools copied into the
 # mount-utilities image (build/mount-utilities/host-binaries); they and
 # iproute2, socat, curl and netcat-openbsd go into upstream's agnhost image
 # (build/e2e-images/agnhost/host-packages).
-APT_PACKAGES=(containerd runc busybox-static openssl socat conntrack iptables ethtool iproute2
+APT_PACKAGES=(runc busybox-static openssl socat conntrack iptables ethtool iproute2
   containernetworking-plugins e2fsprogs util-linux mount curl netcat-openbsd openssh-server openssh-client sudo
   binutils)
 
