@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -303,20 +302,4 @@ func draRegistrations(ctx context.Context, c *framework.Cluster, node string) fl
 		return 0
 	}
 	return framework.MetricSum(text, "nodeplug_plugin_watcher_registrations_total", `plugin_type="DRAPlugin"`)
-}
-
-// draRuntimeHasCDI reports whether the nodes' containerd applies CDI
-// devices to containers (2.x does by default; Debian 12's 1.6 has no CDI).
-func draRuntimeHasCDI(t *testing.T) (bool, string) {
-	out, err := exec.Command("containerd", "--version").Output()
-	if err != nil {
-		t.Fatalf("containerd --version: %v", err)
-	}
-	// "containerd github.com/containerd/containerd 1.6.20~ds1 <revision>"
-	fields := strings.Fields(string(out))
-	if len(fields) < 3 {
-		t.Fatalf("containerd --version: unexpected %q", out)
-	}
-	version := fields[2]
-	return strings.HasPrefix(version, "2.") || strings.HasPrefix(version, "v2."), version
 }
