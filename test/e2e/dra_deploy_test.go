@@ -27,6 +27,7 @@ import (
 // draDriver is what the DRA cases (draCases) need to know of a DRA driver
 // deployed as a DaemonSet on every node.
 type draDriver struct {
+	label     string // for the test's messages and subtests
 	name      string // the driver's name, in its ResourceSlices and CDI specs
 	namespace string // of its DaemonSet
 	daemonSet string
@@ -63,7 +64,7 @@ const (
 // node; a rolling update is a change of the DaemonSet's pod template.
 func draTestDriver() *draDriver {
 	d := &draDriver{
-		name: draTestName, namespace: draTestNamespace, daemonSet: draTestDaemonSet,
+		label: "dra-test-driver", name: draTestName, namespace: draTestNamespace, daemonSet: draTestDaemonSet,
 		selector: "app=" + draTestDaemonSet, template: "nodeplug-dra-e2e", devices: 4,
 		command: "/dra-test-driver", podPrefix: "e2e-dra-",
 		claimEnv: func(*resourceapi.ResourceClaim) string { return draTestEnv },

@@ -30,17 +30,16 @@ const (
 	draExampleName = "gpu.example.com"
 )
 
-// TestDRAExampleDriver installs kubernetes-sigs/dra-example-driver, built
+// draExampleInstall installs kubernetes-sigs/dra-example-driver, built
 // from its release by local-up, with helm and its own chart, only the
-// registration directory moved to nodeplug's, and checks the DRA cases of
-// docs/plugin-watcher.md (draCases) on it.
-func TestDRAExampleDriver(t *testing.T) {
-	c := framework.Connect(t)
-	c.RequireNodes(t, 2)
-	regDir := registrationDir(t, c)
+// registration directory moved to nodeplug's, and waits for an instance on
+// every node. It creates a claim template for the chart's DeviceClass, and
+// uninstalls everything when t ends.
+func draExampleInstall(ctx context.Context, t *testing.T, c *framework.Cluster, regDir string) *draDriver {
+	t.Helper()
 	h := draExampleHelm(t, c)
 	d := &draDriver{
-		name: draExampleName, namespace: draExampleNamespace, daemonSet: draExampleRelease + "-kubeletplugin",
+		label: "dra-example-driver", name: draExampleName, namespace: draExampleNamespace, daemonSet: draExampleRelease + "-kubeletplugin",
 		selector: "app.kubernetes.io/instance=" + draExampleRelease + ",app.kubernetes.io/component=kubeletplugin",
 		template: "nodeplug-draex-e2e", devices: 8, command: "dra-example-kubeletplugin", podPrefix: "e2e-draex-",
 		// The driver's CDI spec gives each device of a claim
@@ -52,20 +51,17 @@ func TestDRAExampleDriver(t *testing.T) {
 				"--set-string", "kubeletPlugin.podAnnotations.nodeplug-e2e-revision=2")
 		},
 	}
-	ctx := t.Context()
-	start := time.Now()
 	h.run(ctx, t, "install", draExampleRelease, h.chart, "--namespace", draExampleNamespace, "--create-namespace",
 		"--set", "kubeletPlugin.kubeletRegistrarDirectoryPath="+regDir)
 	t.Cleanup(func() { draExampleUninstall(t, c, h, d) })
 	draAwaitRollout(ctx, t, c, d, len(c.Nodes), nil)
-	t.Logf("driver installed on %d nodes in %s", len(c.Nodes), time.Since(start).Round(time.Millisecond))
 	// The chart creates the DeviceClass (named after the driver); the
 	// claims come from a template, as in the driver's demo.
 	if _, err := c.Client.ResourceV1().DeviceClasses().Get(ctx, draExampleName, metav1.GetOptions{}); err != nil {
 		t.Fatalf("the chart's DeviceClass %s: %v", draExampleName, err)
 	}
 	draCreateTemplate(ctx, t, c, d, draExampleName, nil)
-	draCases(t, c, d, regDir)
+	return d
 }
 
 // draHelm runs the helm command local-up's build pinned (hack/tools/helm)

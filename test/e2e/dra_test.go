@@ -21,32 +21,45 @@ import (
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
 )
 
-// TestDRATestDriver runs upstream's DRA test driver (build/dra-test-driver)
-// as a DaemonSet on every node, registered only through nodeplug's
-// registration directory, and checks the DRA cases of docs/plugin-watcher.md
-// (draCases).
-func TestDRATestDriver(t *testing.T) {
+// TestDRADrivers installs two DRA drivers nobody here wrote on every node,
+// side by side, each registered only through nodeplug's registration
+// directory: kubernetes-sigs/dra-example-driver with helm and its own chart
+// (dra_example_test.go) and upstream's DRA test driver
+// (build/dra-test-driver). Both go through the cases of
+// docs/plugin-watcher.md together (draCases), so that each case also checks
+// that the watcher keeps two DRA drivers of one node apart.
+func TestDRADrivers(t *testing.T) {
 	c := framework.Connect(t)
 	c.RequireNodes(t, 2)
 	regDir := registrationDir(t, c)
-	d := draTestDriver()
+	ctx := t.Context()
 	start := time.Now()
-	draDeploy(t.Context(), t, c, d, regDir)
-	t.Logf("driver deployed on %d nodes in %s", len(c.Nodes), time.Since(start).Round(time.Millisecond))
-	draCases(t, c, d, regDir)
+	example := draExampleInstall(ctx, t, c, regDir)
+	upstream := draTestDriver()
+	draDeploy(ctx, t, c, upstream, regDir)
+	t.Logf("both drivers deployed on %d nodes in %s", len(c.Nodes), time.Since(start).Round(time.Millisecond))
+	draCases(t, c, []*draDriver{example, upstream}, regDir)
 }
 
-// draCases checks, in order, on a driver deployed on every node: slices and
-// claims on every node, a maxSurge rolling update while those claims are in
-// use, a kubelet restart, and the driver killed.
-func draCases(t *testing.T, c *framework.Cluster, d *draDriver, regDir string) {
+// draCases checks, in order, on drivers deployed on every node: slices and
+// claims on every node, a maxSurge rolling update of each while those
+// claims are in use, a kubelet restart, and the drivers killed.
+func draCases(t *testing.T, c *framework.Cluster, ds []*draDriver, regDir string) {
 	ctx := t.Context()
 	parent := t
 	restarted, killed := c.Nodes[1], c.Nodes[len(c.Nodes)-1]
-	t.Run("SlicesAndClaimOnEveryNode", func(t *testing.T) { draSlicesAndClaims(ctx, t, parent, c, d) })
-	t.Run("RollingUpdateMaxSurge", func(t *testing.T) { draRollingUpdate(ctx, t, c, d) })
-	t.Run("KubeletRestart", func(t *testing.T) { draKubeletRestart(ctx, t, c, d, restarted) })
-	t.Run("DriverKilledSlicesOutliveGracePeriod", func(t *testing.T) { draDriverKilled(ctx, t, c, d, killed, regDir) })
+	t.Run("SlicesAndClaimOnEveryNode", func(t *testing.T) {
+		for _, d := range ds {
+			draSlicesAndClaims(ctx, t, parent, c, d)
+		}
+	})
+	t.Run("RollingUpdateMaxSurge", func(t *testing.T) {
+		for _, d := range ds {
+			t.Run(d.label, func(t *testing.T) { draRollingUpdate(ctx, t, c, d) })
+		}
+	})
+	t.Run("KubeletRestart", func(t *testing.T) { draKubeletRestart(ctx, t, c, ds, restarted) })
+	t.Run("DriverKilledSlicesOutliveGracePeriod", func(t *testing.T) { draDriverKilled(ctx, t, c, ds, killed, regDir) })
 }
 
 // draSlicesAndClaims: every node publishes the driver's devices, and a pod
@@ -65,10 +78,10 @@ func draSlicesAndClaims(ctx context.Context, t, parent *testing.T, c *framework.
 	}
 }
 
-// draRollingUpdate updates the DaemonSet (maxSurge 1) while the first
-// case's claims are in use: no ResourceSlice is deleted, those pods keep
-// their containers, each kubelet registers the new instance, and a new
-// pod's claim is prepared by it.
+// draRollingUpdate updates the driver's DaemonSet (maxSurge 1) while the
+// first case's claims are in use: none of its ResourceSlices is deleted,
+// those pods keep their containers, each kubelet registers the new
+// instance, and a new pod's claim is prepared by it.
 func draRollingUpdate(ctx context.Context, t *testing.T, c *framework.Cluster, d *draDriver) {
 	inUse := draPodsByPrefix(ctx, t, c, d.podPrefix+"in-use")
 	old := draInstances(ctx, t, c, d)
@@ -80,7 +93,7 @@ func draRollingUpdate(ctx context.Context, t *testing.T, c *framework.Cluster, d
 	began := time.Now()
 	d.update(ctx, t, c)
 	cur := draAwaitRollout(ctx, t, c, d, len(c.Nodes), old)
-	t.Logf("rolling update over %d nodes took %s", len(c.Nodes), time.Since(began).Round(time.Millisecond))
+	t.Logf("rolling update of %s over %d nodes took %s", d.label, len(c.Nodes), time.Since(began).Round(time.Millisecond))
 	if deleted := w.stop(); len(deleted) > 0 {
 		t.Errorf("ResourceSlices deleted during the rolling update: %v", deleted)
 	}
@@ -104,86 +117,107 @@ func draRollingUpdate(ctx context.Context, t *testing.T, c *framework.Cluster, d
 }
 
 // draKubeletRestart restarts the kubelet on node restarted (systemctl in
-// the node): it registers the running driver again, without a restart of
-// the driver, and a new claim on the node is prepared.
-func draKubeletRestart(ctx context.Context, t *testing.T, c *framework.Cluster, d *draDriver, restarted *framework.Node) {
-	before := draInstances(ctx, t, c, d)[restarted.Name]
-	if before == nil {
-		t.Fatalf("no driver instance on node %s", restarted.Name)
+// the node): it registers every running driver again, without a restart of
+// any, and a new claim of each on the node is prepared.
+func draKubeletRestart(ctx context.Context, t *testing.T, c *framework.Cluster, ds []*draDriver, restarted *framework.Node) {
+	before := map[*draDriver]*corev1.Pod{}
+	watches := map[*draDriver]*sliceWatch{}
+	for _, d := range ds {
+		if before[d] = draInstances(ctx, t, c, d)[restarted.Name]; before[d] == nil {
+			t.Fatalf("no %s instance on node %s", d.label, restarted.Name)
+		}
+		watches[d] = draWatchSlices(ctx, t, c, d)
 	}
-	w := draWatchSlices(ctx, t, c, d)
 	began := time.Now()
 	restartComponentOn(ctx, t, c, restarted, "kubelet", nil)
-	if err := framework.Poll(t.Context(), 60*time.Second, func(context.Context) bool { return draRegistrations(ctx, c, restarted.Name) >= 1 }); err != nil {
-		t.Fatalf("the restarted kubelet on %s has not registered a DRAPlugin in 60 s (nodeplug_plugin_watcher_registrations_total)", restarted.Name)
+	want := float64(len(ds))
+	if err := framework.Poll(t.Context(), 60*time.Second, func(context.Context) bool { return draRegistrations(ctx, c, restarted.Name) >= want }); err != nil {
+		t.Fatalf("the restarted kubelet on %s has not registered %v DRAPlugins in 60 s (nodeplug_plugin_watcher_registrations_total: %v)", restarted.Name, want, draRegistrations(ctx, c, restarted.Name))
 	}
-	t.Logf("kubelet on %s restarted and the driver registered again in %s", restarted.Name, time.Since(began).Round(time.Millisecond))
-	after := draInstances(ctx, t, c, d)[restarted.Name]
-	if after == nil || after.UID != before.UID || krContainer(after) != krContainer(before) {
-		t.Errorf("the driver on %s was restarted: before %s %s, after %v", restarted.Name, before.UID, krContainer(before), draDescribe(after))
+	t.Logf("kubelet on %s restarted and the drivers registered again in %s", restarted.Name, time.Since(began).Round(time.Millisecond))
+	for _, d := range ds {
+		after := draInstances(ctx, t, c, d)[restarted.Name]
+		if after == nil || after.UID != before[d].UID || krContainer(after) != krContainer(before[d]) {
+			t.Errorf("%s on %s was restarted: before %s %s, after %v", d.label, restarted.Name, before[d].UID, krContainer(before[d]), draDescribe(after))
+		}
+		// Upstream's kubelet deletes all of its node's ResourceSlices
+		// when it starts (DRAPluginManager); the driver, still running,
+		// publishes them again.
+		if err := framework.Poll(t.Context(), 30*time.Second, func(context.Context) bool { return draSlicesOnAll(ctx, c, d) }); err != nil {
+			got, _ := draSlices(ctx, c, d)
+			t.Errorf("30 s after the kubelet restart on %s: %s devices per node %v, want %d on each node", restarted.Name, d.label, got, d.devices)
+		}
+		t.Logf("%s ResourceSlices deleted by the restarted kubelet's start-up wipe and published again by the driver: %v", d.label, watches[d].stop())
+		pods := draClaimPods(ctx, t, t, c, d, d.podPrefix+"after-restart", []*framework.Node{restarted})
+		draRequireClaim(ctx, t, c, d, pods[restarted.Name], restarted)
 	}
-	// Upstream's kubelet deletes all of its node's ResourceSlices when
-	// it starts (DRAPluginManager); the driver, still running,
-	// publishes them again.
-	if err := framework.Poll(t.Context(), 30*time.Second, func(context.Context) bool { return draSlicesOnAll(ctx, c, d) }); err != nil {
-		got, _ := draSlices(ctx, c, d)
-		t.Errorf("30 s after the kubelet restart on %s: devices per node %v, want %d on each node", restarted.Name, got, d.devices)
-	}
-	t.Logf("ResourceSlices deleted by the restarted kubelet's start-up wipe and published again by the driver: %v", w.stop())
-	pods := draClaimPods(ctx, t, t, c, d, d.podPrefix+"after-restart", []*framework.Node{restarted})
-	draRequireClaim(ctx, t, c, d, pods[restarted.Name], restarted)
 }
 
-// draDriverKilled deletes the DaemonSet leaving its pods, then kills the
-// driver on node killed (SIGKILL) and deletes its pod: the node's slices
-// stay for upstream's 30 s grace period, then go; the other nodes' stay.
-func draDriverKilled(ctx context.Context, t *testing.T, c *framework.Cluster, d *draDriver, killed *framework.Node, regDir string) {
-	// Its claims are released while the driver still runs.
-	for _, p := range draPodsByPrefix(ctx, t, c, d.podPrefix) {
-		if p.Spec.NodeName == killed.Name {
-			c.DeletePod(t, p.Name)
+// draDriverKilled deletes each driver's DaemonSet leaving its pods, then
+// kills every driver on node killed (SIGKILL) at once and deletes their
+// pods: the node's slices of each stay for upstream's 30 s grace period,
+// then go; the other nodes' stay.
+func draDriverKilled(ctx context.Context, t *testing.T, c *framework.Cluster, ds []*draDriver, killed *framework.Node, regDir string) {
+	victims := map[*draDriver]*corev1.Pod{}
+	for _, d := range ds {
+		// Its claims are released while the driver still runs.
+		for _, p := range draPodsByPrefix(ctx, t, c, d.podPrefix) {
+			if p.Spec.NodeName == killed.Name {
+				c.DeletePod(t, p.Name)
+			}
+		}
+		orphan := metav1.DeletePropagationOrphan
+		if err := c.Client.AppsV1().DaemonSets(d.namespace).Delete(ctx, d.daemonSet, metav1.DeleteOptions{PropagationPolicy: &orphan}); err != nil {
+			t.Fatal(err)
+		}
+		if victims[d] = draInstances(ctx, t, c, d)[killed.Name]; victims[d] == nil {
+			t.Fatalf("no %s instance on node %s", d.label, killed.Name)
 		}
 	}
-	orphan := metav1.DeletePropagationOrphan
-	if err := c.Client.AppsV1().DaemonSets(d.namespace).Delete(ctx, d.daemonSet, metav1.DeleteOptions{PropagationPolicy: &orphan}); err != nil {
-		t.Fatal(err)
+	killedAt := map[*draDriver]time.Time{}
+	for _, d := range ds {
+		killedAt[d] = draKill(ctx, t, c, d, victims[d])
 	}
-	victim := draInstances(ctx, t, c, d)[killed.Name]
-	if victim == nil {
-		t.Fatalf("no driver instance on node %s", killed.Name)
+	for _, d := range ds {
+		draRemoveSocketsAtEnd(t, d, killed, regDir)
 	}
-	killedAt := draKill(ctx, t, c, d, victim)
-	left, _ := filepath.Glob(filepath.Join(killed.HostPath(regDir), d.name+"-*-reg.sock"))
-	t.Logf("registration sockets left on %s by the killed driver: %d", killed.Name, len(left))
-	// As an operator would once the driver is gone for good: the stale
-	// sockets would otherwise stay registered for the rest of the suite.
-	dataSocks, _ := filepath.Glob(filepath.Join(killed.HostPath(framework.KubeletRootDir), "plugins", d.name, "*.sock"))
+	for _, d := range ds {
+		var goneAfter time.Duration
+		err := framework.Poll(t.Context(), 90*time.Second, func(context.Context) bool {
+			got, err := draSlices(ctx, c, d)
+			goneAfter = time.Since(killedAt[d])
+			return err == nil && got[killed.Name] == 0
+		})
+		if err != nil {
+			t.Fatalf("the %s slices of node %s are still there 90 s after its driver was killed", d.label, killed.Name)
+		}
+		t.Logf("%s slices of node %s went %s after its driver was killed", d.label, killed.Name, goneAfter.Round(time.Millisecond))
+		// Upstream's grace period runs from the kubelet losing the
+		// driver, after the kill; 1 s is left for the timers' granularity.
+		if goneAfter < 29*time.Second {
+			t.Errorf("the %s slices of node %s went %s after its driver was killed, before upstream's 30 s grace period", d.label, killed.Name, goneAfter.Round(time.Millisecond))
+		}
+		got, _ := draSlices(ctx, c, d)
+		for _, n := range c.Nodes {
+			if n != killed && got[n.Name] != d.devices {
+				t.Errorf("node %s publishes %d %s devices after the drivers on %s were killed, want %d", n.Name, got[n.Name], d.label, killed.Name, d.devices)
+			}
+		}
+	}
+}
+
+// draRemoveSocketsAtEnd removes, when t ends, the sockets the killed driver
+// left on node, as an operator would once the driver is gone for good: they
+// would otherwise stay registered for the rest of the suite.
+func draRemoveSocketsAtEnd(t *testing.T, d *draDriver, node *framework.Node, regDir string) {
+	left, _ := filepath.Glob(filepath.Join(node.HostPath(regDir), d.name+"-*-reg.sock"))
+	t.Logf("registration sockets left on %s by the killed %s: %d", node.Name, d.label, len(left))
+	dataSocks, _ := filepath.Glob(filepath.Join(node.HostPath(framework.KubeletRootDir), "plugins", d.name, "*.sock"))
 	t.Cleanup(func() {
 		for _, f := range append(left, dataSocks...) {
 			_ = os.Remove(f)
 		}
 	})
-	var goneAfter time.Duration
-	err := framework.Poll(t.Context(), 90*time.Second, func(context.Context) bool {
-		got, err := draSlices(ctx, c, d)
-		goneAfter = time.Since(killedAt)
-		return err == nil && got[killed.Name] == 0
-	})
-	if err != nil {
-		t.Fatalf("the slices of node %s are still there 90 s after its driver was killed", killed.Name)
-	}
-	t.Logf("slices of node %s went %s after its driver was killed", killed.Name, goneAfter.Round(time.Millisecond))
-	// Upstream's grace period runs from the kubelet losing the driver,
-	// after the kill; 1 s is left for the timers' granularity.
-	if goneAfter < 29*time.Second {
-		t.Errorf("the slices of node %s went %s after its driver was killed, before upstream's 30 s grace period", killed.Name, goneAfter.Round(time.Millisecond))
-	}
-	got, _ := draSlices(ctx, c, d)
-	for _, n := range c.Nodes {
-		if n != killed && got[n.Name] != d.devices {
-			t.Errorf("node %s publishes %d devices after the driver on %s was killed, want %d", n.Name, got[n.Name], killed.Name, d.devices)
-		}
-	}
 }
 
 // draKill kills the driver's process in pod with SIGKILL (its sockets stay
