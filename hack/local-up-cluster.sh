@@ -90,7 +90,7 @@ main() {
 
 Local cluster is up (node Ready ${ready} s after launch, $((SECONDS - started)) s in all).
   export KUBECONFIG=${KUBECONFIG}
-  export PATH=${BIN_DIR}:\$PATH
+  export PATH=${BIN_DIR}:${CONTAINERD_BIN_DIR}:\$PATH
 Logs: ${LOCAL_UP_DIR}/logs   Stop it with: make local-down
 MSG
   echo "${ready}" >"${LOCAL_UP_DIR}/node-ready-seconds"
@@ -155,7 +155,7 @@ up_nodes() {
 
 Local cluster is up with ${NODES} nodes (${names[*]}; all Ready ${ready} s after launch, $((SECONDS - started)) s in all).
   export KUBECONFIG=${KUBECONFIG}
-  export PATH=${BIN_DIR}:\$PATH
+  export PATH=${BIN_DIR}:${CONTAINERD_BIN_DIR}:\$PATH
 Logs: ${LOCAL_UP_DIR}/logs   Stop it with: make local-down
 MSG
   [[ "${LOCAL_UP_SSH}" == false ]] || cat <<MSG
