@@ -43,6 +43,7 @@ main() {
   ((NODES == 1)) || np::nodes::preflight
   np::default_sc::enabled || true # a bad DEFAULT_STORAGECLASS stops here, before the build
   [[ "${SKIP_BUILD:-0}" == 1 ]] || np::build::all
+  np::cluster::containerd_built
   NODE_IP=$(np::cluster::node_ip)
   [[ -n "${NODE_IP}" ]] || np::die "no global IPv4 address found for the node" "configure a network interface"
 

@@ -3,6 +3,9 @@
 # local cluster (root; the binaries already built, as hack/e2e.sh does
 # first):
 #   port taken:    local-up refuses, naming the process, and creates nothing;
+#   no containerd: containerd was not built (SKIP_BUILD=1 on a fresh
+#                  checkout): local-up refuses, names the fix, and creates
+#                  nothing (it never falls back to the host's containerd);
 #   half way:      the controller-manager cannot start: local-up says which
 #                  process failed and that the cluster is half up;
 #   killed run:    every process of a running cluster (with a pod and a loop
@@ -98,6 +101,15 @@ port_taken() {
   expect_clean "${name}"
 }
 
+no_containerd() {
+  local name=no-containerd-n${NODES}
+  CONTAINERD_BIN_DIR=${WORK}/no-containerd local_up "${name}" 1
+  expect_output "${name}" "${WORK}/no-containerd has no containerd and runc shim"
+  expect_output "${name}" "run hack/build.sh"
+  [[ ! -e "${LOCAL_UP_DIR}" ]] || fail "${name}: local-up created ${LOCAL_UP_DIR} before refusing"
+  expect_clean "${name}"
+}
+
 half_way() {
   local name=half-way-n${NODES}
   KCM_EXTRA_FLAGS=--no-such-flag local_up "${name}" 1
@@ -146,7 +158,7 @@ main() {
   local case
   for NODES in ${FAULTS_NODES:-1 3}; do
     export NODES
-    for case in port_taken half_way killed_run; do
+    for case in port_taken no_containerd half_way killed_run; do
       host_state >"${WORK}/host-state"
       "${case}"
     done

@@ -8,7 +8,7 @@ BIN_DIR=${BIN_DIR:-${OUT_DIR}/bin}
 LOCAL_UP_DIR=${LOCAL_UP_DIR:-${OUT_DIR}/local-up}
 # containerd, its runc shim and ctr, built from the module proxy
 # (hack/tools/containerd), come before the host's in every script's PATH.
-CONTAINERD_BIN_DIR=${BIN_DIR}/containerd
+CONTAINERD_BIN_DIR=${CONTAINERD_BIN_DIR:-${BIN_DIR}/containerd}
 case ":${PATH}:" in
 *":${CONTAINERD_BIN_DIR}:"*) ;;
 *) export PATH=${CONTAINERD_BIN_DIR}:${PATH} ;;
