@@ -41,7 +41,7 @@ teardown() {
 trap teardown EXIT
 
 [[ "${SKIP_BUILD:-0}" == 1 ]] || "${NODEPLUG_ROOT}/hack/build.sh"
-# TestDRAExampleDriver installs dra-example-driver's chart with the helm
+# TestDRADrivers installs dra-example-driver's chart with the helm
 # that hack/tools/helm pins (built by the integration tier too; 2 s warm).
 source "${NODEPLUG_ROOT}/hack/lib/helm.sh"
 np::helm::build

@@ -53,7 +53,7 @@ np::build::all() {
 # on 2 cores, 2 s warm.
 np::build::csi_provisioner() {
   local dir=${NODEPLUG_ROOT}/hack/tools/csi-provisioner version
-  version=$(awk '$1 == "require" && $2 ~ /external-provisioner/ {print $3}' "${dir}/go.mod")
+  version=$(np::pinned_version csi-provisioner github.com/kubernetes-csi/external-provisioner/v5)
   (
     cd "${dir}" &&
       CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${version}" -o "${BIN_DIR}/csi-provisioner" \
@@ -69,7 +69,7 @@ np::build::csi_provisioner() {
 # (build/dra-example-driver). About 80 s cold on 2 cores, 2 s warm.
 np::build::dra_example_driver() {
   local dir=${NODEPLUG_ROOT}/hack/tools/dra-example-driver version
-  version=$(np::build::dra_example_driver_version)
+  version=$(np::pinned_version dra-example-driver sigs.k8s.io/dra-example-driver)
   (
     cd "${dir}" &&
       CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${BIN_DIR}/" \
@@ -80,12 +80,6 @@ np::build::dra_example_driver() {
     "run 'go build sigs.k8s.io/dra-example-driver/cmd/...' in hack/tools/dra-example-driver; check that the Go module proxy is reachable"
 }
 
-# np::build::dra_example_driver_version: the release go.mod pins.
-np::build::dra_example_driver_version() {
-  awk '$1 == "require" && $2 == "sigs.k8s.io/dra-example-driver" {print $3}' \
-    "${NODEPLUG_ROOT}/hack/tools/dra-example-driver/go.mod"
-}
-
 # np::build::containerd builds the local cluster's container runtime,
 # containerd with its runc shim and ctr, at the release
 # hack/tools/containerd pins, into ${CONTAINERD_BIN_DIR} (a directory of
@@ -94,7 +88,7 @@ np::build::dra_example_driver_version() {
 # cluster uses overlayfs. About 60 s cold on 2 cores, 2 s warm.
 np::build::containerd() {
   local dir=${NODEPLUG_ROOT}/hack/tools/containerd version
-  version=$(awk '$1 == "require" && $2 == "github.com/containerd/containerd/v2" {print $3}' "${dir}/go.mod")
+  version=$(np::pinned_version containerd github.com/containerd/containerd/v2)
   mkdir -p "${CONTAINERD_BIN_DIR}"
   (
     cd "${dir}" &&

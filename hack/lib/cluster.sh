@@ -74,6 +74,7 @@ np::cluster::await() {
 
 # np::cluster::containerd_built dies unless hack/build.sh built containerd
 # (np::build::containerd): the cluster never falls back to the host's.
+# local-up checks it before it starts anything.
 np::cluster::containerd_built() {
   [[ -x "${CONTAINERD_BIN_DIR}/containerd" && -x "${CONTAINERD_BIN_DIR}/containerd-shim-runc-v2" ]] ||
     np::die "${CONTAINERD_BIN_DIR} has no containerd and runc shim" \
@@ -146,7 +147,6 @@ np::cluster::kube_configs() {
 
 np::cluster::start_containerd() {
   mkdir -p "${LOCAL_UP_DIR}/run"
-  np::cluster::containerd_built
   np::cluster::start containerd "${CONTAINERD_BIN_DIR}/containerd" --config "${LOCAL_UP_DIR}/conf/containerd.toml"
   np::cluster::await containerd 30 ctr --address "${CONTAINERD_SOCK}" version
 }

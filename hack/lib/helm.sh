@@ -6,7 +6,7 @@
 # (test/integration/helm). About 4 minutes cold on 2 busy cores, 2 s warm.
 
 np::helm::version() {
-  awk '$1 == "require" && $2 == "helm.sh/helm/v3" {print $3}' "${NODEPLUG_ROOT}/hack/tools/helm/go.mod"
+  np::pinned_version helm helm.sh/helm/v3
 }
 
 np::helm::build() {

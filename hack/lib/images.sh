@@ -129,8 +129,10 @@ np::images::build() {
     np::die "building the dra-test-driver image failed" "see build/dra-test-driver/README.md"
   mapfile -t args < <(np::images::recipe dra-example-driver)
   # The image's tag is the release the chart's appVersion names.
-  [[ " ${args[*]} " == *":$(np::build::dra_example_driver_version) "* ]] ||
-    np::die "build/dra-example-driver/image.args does not tag the image with the release hack/tools/dra-example-driver/go.mod pins ($(np::build::dra_example_driver_version))" \
+  local release
+  release=$(np::pinned_version dra-example-driver sigs.k8s.io/dra-example-driver)
+  [[ " ${args[*]} " == *":${release} "* ]] ||
+    np::die "build/dra-example-driver/image.args does not tag the image with the release hack/tools/dra-example-driver/go.mod pins (${release})" \
       "make the two agree"
   "${BIN_DIR}/mkimage" -o "${dir}/dra-example-driver.tar" "${args[@]}" ||
     np::die "building the dra-example-driver image failed" "see build/dra-example-driver/README.md"

@@ -29,6 +29,13 @@ np::die() {
   exit 1
 }
 
+# np::pinned_version TOOL MODULE prints the version of MODULE that
+# hack/tools/TOOL/go.mod requires (each tool built from the module proxy is
+# pinned in a module of its own there).
+np::pinned_version() {
+  awk -v m="$2" '$1 == "require" && $2 == m {print $3}' "${NODEPLUG_ROOT}/hack/tools/$1/go.mod"
+}
+
 # np::wait_for SECONDS DESCRIPTION COMMAND...: poll COMMAND every 0.2 s.
 np::wait_for() {
   local timeout=$1 what=$2 deadline

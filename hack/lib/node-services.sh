@@ -53,7 +53,6 @@ np::services::write() {
   local i=$1 name dir
   name=$(np::nodes::name "${i}") dir=$(np::nodes::dir "${i}")
   [[ -n "${NODES_KUBELET_PATH:-}" ]] || np::die "NODES_KUBELET_PATH is not set" "set it once with np::cluster::kubelet_path"
-  np::cluster::containerd_built
   # PATH: containerd starts the runc shim it finds first.
   np::services::unit "${i}" containerd "containerd container runtime" 30s always "PATH=${PATH}" \
     "${CONTAINERD_BIN_DIR}/containerd" --config "${dir}/containerd.toml"
