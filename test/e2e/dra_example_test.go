@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
+	"github.com/nodeplug/nodeplug/test/utils/helmcmd"
 )
 
 // kubernetes-sigs/dra-example-driver as build/dra-example-driver/README.md
@@ -64,21 +65,22 @@ func draExampleInstall(ctx context.Context, t *testing.T, c *framework.Cluster, 
 	return d
 }
 
-// draHelm runs the helm command local-up's build pinned (hack/tools/helm)
-// against the cluster, on the chart of the release
+// draHelm runs helm against the cluster (hack/e2e.sh builds the helm that
+// hack/tools/helm pins) on the chart of the release
 // hack/tools/dra-example-driver pins.
 type draHelm struct {
-	bin, kubeconfig, chart string
+	helmcmd.Command
+	chart string
 }
 
 func draExampleHelm(t *testing.T, c *framework.Cluster) *draHelm {
 	t.Helper()
-	h := &draHelm{bin: os.Getenv("NODEPLUG_HELM"), kubeconfig: os.Getenv("KUBECONFIG")}
-	if h.bin == "" {
-		h.bin = filepath.Join(c.BinDir, "helm")
+	h := &draHelm{Command: helmcmd.Command{Bin: os.Getenv(helmcmd.Env), Kubeconfig: os.Getenv("KUBECONFIG"), Home: t.TempDir()}}
+	if h.Bin == "" {
+		h.Bin = filepath.Join(c.BinDir, "helm")
 	}
-	if _, err := os.Stat(h.bin); err != nil {
-		t.Fatalf("helm: %v (hack/e2e.sh builds it; or set NODEPLUG_HELM)", err)
+	if _, err := os.Stat(h.Bin); err != nil {
+		t.Fatalf("helm: %v (hack/e2e.sh builds it; or set %s)", err, helmcmd.Env)
 	}
 	// go mod download names the module's source in the module cache (and
 	// fetches it from the module proxy if the cache lacks it).
@@ -99,8 +101,7 @@ func draExampleHelm(t *testing.T, c *framework.Cluster) *draHelm {
 
 func (h *draHelm) run(ctx context.Context, t *testing.T, args ...string) {
 	t.Helper()
-	out, err := exec.CommandContext(ctx, h.bin, append(args, "--kubeconfig", h.kubeconfig)...).CombinedOutput()
-	if err != nil {
+	if out, err := h.Run(ctx, args...); err != nil {
 		t.Fatalf("helm %v: %v\n%s", args, err, out)
 	}
 }
@@ -110,8 +111,7 @@ func (h *draHelm) run(ctx context.Context, t *testing.T, args ...string) {
 func draExampleUninstall(t *testing.T, c *framework.Cluster, h *draHelm, d *draDriver) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	if out, err := exec.CommandContext(ctx, h.bin, "uninstall", draExampleRelease, "--namespace", draExampleNamespace,
-		"--kubeconfig", h.kubeconfig).CombinedOutput(); err != nil {
+	if out, err := h.Run(ctx, "uninstall", draExampleRelease, "--namespace", draExampleNamespace); err != nil {
 		t.Errorf("helm uninstall %s: %v\n%s", draExampleRelease, err, out)
 	}
 	draUndeploy(t, c, d)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/nodeplug/nodeplug/pkg/util/testutil"
 	"github.com/nodeplug/nodeplug/test/integration/framework"
+	"github.com/nodeplug/nodeplug/test/utils/helmcmd"
 )
 
 const (
@@ -42,7 +42,7 @@ var keptOnUninstall = []string{
 func TestHelmLifecycle(t *testing.T) {
 	h := newHelm(t)
 	cp := framework.StartAPIServer(t)
-	h.kubeconfig = writeKubeconfig(t, cp.Config)
+	h.Kubeconfig = writeKubeconfig(t, cp.Config)
 	ctx := t.Context()
 	setUpCluster(ctx, t, cp)
 	before := snapshot(ctx, t, cp.Config)
@@ -108,12 +108,13 @@ func TestHelmLifecycle(t *testing.T) {
 // helm runs the helm command against one apiserver, with its own
 // configuration, cache and data directories.
 type helm struct {
-	bin, kubeconfig, home, chart, upstreamValues string
+	helmcmd.Command
+	chart, upstreamValues string
 }
 
 func newHelm(t *testing.T) *helm {
 	t.Helper()
-	bin := os.Getenv("NODEPLUG_HELM")
+	bin := os.Getenv(helmcmd.Env)
 	if bin == "" {
 		testutil.MissingCapability(t, "needs the helm command: NODEPLUG_HELM is unset (hack/test-integration.sh builds hack/tools/helm and sets it)")
 	}
@@ -122,8 +123,7 @@ func newHelm(t *testing.T) *helm {
 		t.Fatal(err)
 	}
 	return &helm{
-		bin:            bin,
-		home:           t.TempDir(),
+		Command:        helmcmd.Command{Bin: bin, Home: t.TempDir()},
 		chart:          filepath.Join(root, "deploy/helm/local-volume-provisioner"),
 		upstreamValues: filepath.Join(root, "deploy/helm/chartrender/testdata/upstream-values.yaml"),
 	}
@@ -133,11 +133,7 @@ func (h *helm) run(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, h.bin, append(args, "--kubeconfig", h.kubeconfig)...)
-	cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+h.home+"/config", "HELM_CACHE_HOME="+h.home+"/cache",
-		"HELM_DATA_HOME="+h.home+"/data")
-	out, err := cmd.CombinedOutput()
-	return string(out), err
+	return h.Run(ctx, args...)
 }
 
 // wantRevision checks helm's record of the release: its last revision and
