@@ -6,10 +6,11 @@
 # e2fsprogs, util-linux and mount also provide the host tools copied into the
 # mount-utilities image (build/mount-utilities/host-binaries); they and
 # iproute2, socat, curl and netcat-openbsd go into upstream's agnhost image
-# (build/e2e-images/agnhost/host-packages).
+# (build/e2e-images/agnhost/host-packages). jq and binutils (readelf) are
+# for make release and its check, which verify runs (hack/release_test.sh).
 APT_PACKAGES=(runc busybox-static openssl socat conntrack iptables ethtool iproute2
   containernetworking-plugins e2fsprogs util-linux mount curl netcat-openbsd openssh-server openssh-client sudo
-  binutils)
+  binutils jq)
 
 np::preflight::root() {
   [[ ${EUID} -eq 0 ]] || np::die "the local cluster needs root (mounts, cgroups, containerd)" "run it with sudo"
