@@ -11,9 +11,8 @@
 # E2E_UPSTREAM_SKIP, E2E_UPSTREAM_SERIAL_FOCUS, E2E_UPSTREAM_SERIAL_SKIP
 # (ginkgo regexps), E2E_UPSTREAM_PROCS (specs run at once, 3),
 # E2E_UPSTREAM_TIMEOUT (of each pass: 40m, for the full set 150m), NODES (3),
-# SKIP_BUILD=1 (reuse
-# ${BIN_DIR}). Extra arguments go to ginkgo (e.g. -v, --dry-run with
-# E2E_UPSTREAM_PROCS=1).
+# SKIP_BUILD=1 (reuse ${BIN_DIR}). Extra arguments go to ginkgo (e.g. -v,
+# --dry-run with E2E_UPSTREAM_PROCS=1).
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 export NODES=${NODES:-3}
