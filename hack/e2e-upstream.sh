@@ -47,7 +47,7 @@ case "${E2E_UPSTREAM_SET}" in
     ;;
   full)
     focus="${LOCAL}|${FLEX}|${COMMON}|${DYNAMIC}"
-    skip='\[Serial\]|\[Disruptive\]|\[Flaky\]|\[Feature:SELinux|\[Feature:VolumeSourceXFS|\[Feature:VolumeSnapshotDataSource'
+    skip='\[Serial\]|\[Disruptive\]|\[Flaky\]|\[Feature:OffByDefault\]|\[Feature:SELinux|\[Feature:VolumeSourceXFS|\[Feature:VolumeSnapshotDataSource'
     serial="(${LOCAL}|${FLEX}|${COMMON}|${DYNAMIC}).*\\[Disruptive\\]"
     timeout=150m
     ;;
@@ -56,7 +56,7 @@ esac
 E2E_UPSTREAM_FOCUS=${E2E_UPSTREAM_FOCUS:-${focus}}
 E2E_UPSTREAM_SKIP=${E2E_UPSTREAM_SKIP:-${skip}}
 E2E_UPSTREAM_SERIAL_FOCUS=${E2E_UPSTREAM_SERIAL_FOCUS-${serial}}
-E2E_UPSTREAM_SERIAL_SKIP=${E2E_UPSTREAM_SERIAL_SKIP:-'\[Flaky\]|\[Feature:SELinux|gce-localssd'}
+E2E_UPSTREAM_SERIAL_SKIP=${E2E_UPSTREAM_SERIAL_SKIP:-'\[Flaky\]|\[Feature:OffByDefault\]|\[Feature:SELinux|gce-localssd'}
 E2E_UPSTREAM_PROCS=${E2E_UPSTREAM_PROCS:-3}
 E2E_UPSTREAM_TIMEOUT=${E2E_UPSTREAM_TIMEOUT:-${timeout:-40m}}
 RESULTS=${OUT_DIR}/e2e-upstream
