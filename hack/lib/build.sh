@@ -41,6 +41,7 @@ np::build::all() {
   ) || np::die "go build failed (see the compiler output above)" \
     "run 'go build ./...' to reproduce; check that the Go module proxy is reachable (go mod download)"
   np::build::containerd
+  np::build::crictl
   np::build::csi_provisioner
   np::build::dra_example_driver
   np::log "binaries built in $((SECONDS - started)) s"
@@ -78,6 +79,20 @@ np::build::dra_example_driver() {
         sigs.k8s.io/dra-example-driver/cmd/dra-example-webhook
   ) || np::die "building dra-example-driver ${version} failed (see the compiler output above)" \
     "run 'go build sigs.k8s.io/dra-example-driver/cmd/...' in hack/tools/dra-example-driver; check that the Go module proxy is reachable"
+}
+
+# np::build::crictl builds cri-tools' crictl, static, at the release
+# hack/tools/cri-tools pins, into ${BIN_DIR}: every node of the local
+# cluster has it, as kubeadm and kind nodes do (np::nodes::crictl).
+np::build::crictl() {
+  local version
+  version=$(np::pinned_version cri-tools sigs.k8s.io/cri-tools)
+  (
+    cd "${NODEPLUG_ROOT}/hack/tools/cri-tools" &&
+      CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=${version}" \
+        -o "${BIN_DIR}/crictl" sigs.k8s.io/cri-tools/cmd/crictl
+  ) || np::die "building crictl ${version} failed (see the compiler output above)" \
+    "run 'go build sigs.k8s.io/cri-tools/cmd/crictl' in hack/tools/cri-tools; check that the Go module proxy is reachable"
 }
 
 # np::build::containerd builds the local cluster's container runtime,

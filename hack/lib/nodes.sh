@@ -24,7 +24,8 @@ NODES_DIR=${LOCAL_UP_DIR}/nodes
 # it lands in the host's /run. /mnt is the node's own, so that local disks
 # (deploy/local-volume-provisioner's /mnt/fast-disks and /mnt/block-disks,
 # the e2e tier's /mnt/disks) are a node's, never the host's. /usr/local/sbin
-# holds the node's service manager, systemctl (hack/lib/node-services.sh).
+# holds the node's service manager, systemctl (hack/lib/node-services.sh),
+# and its crictl.
 # /etc/hosts is the host's with the node's own name added (sudo resolves it).
 # The kubelet's flex plugin dir in a node: upstream's default.
 NODE_FLEX_DIR=/usr/libexec/kubernetes/kubelet-plugins/volume/exec
@@ -104,6 +105,7 @@ np::nodes::write_configs() {
   name=$(np::nodes::name "${i}") dir=$(np::nodes::dir "${i}") ip=$(np::nodes::ip "${i}")
   mkdir -p "${dir}"/{cni,pod-logs,containerd} "${dir}"/{kubelet,flexvolume,mnt/disks,tmp,run,sbin}
   ln -sfn "${BIN_DIR}/systemctl" "${dir}/sbin/systemctl"
+  np::nodes::crictl "${dir}"
   { cat /etc/hosts; echo "${ip} ${name}"; } >"${dir}/hosts"
   chmod 1777 "${dir}/tmp"
   echo "${i}" >"${dir}/index"
@@ -119,6 +121,20 @@ np::nodes::write_configs() {
   # bridge); the apiserver's certificate already names it.
   np::nodes::kubeconfig "${dir}/kubelet.kubeconfig" "kubelet-${name}"
   np::nodes::kubeconfig "${dir}/kube-proxy.kubeconfig" kube-proxy
+}
+
+# np::nodes::crictl DIR: the node's crictl (DIR/sbin/crictl, in the node's
+# PATH) with its configuration (DIR/crictl.yaml): the crictl
+# hack/tools/cri-tools pins, talking to the node's containerd as crictl on
+# a kubeadm or kind node talks to its runtime. Upstream's specs run it on a
+# node (`crictl ps`, `crictl stop`) over SSH or nsenter.
+np::nodes::crictl() {
+  local dir=$1
+  printf 'runtime-endpoint: unix://%s\nimage-endpoint: unix://%s\n' "${dir}/containerd.sock" "${dir}/containerd.sock" \
+    >"${dir}/crictl.yaml"
+  printf '#!/bin/sh\n# crictl on this node (written by local-up).\nexec %q --config %q "$@"\n' \
+    "${BIN_DIR}/crictl" "${dir}/crictl.yaml" >"${dir}/sbin/crictl"
+  chmod 0755 "${dir}/sbin/crictl"
 }
 
 # np::nodes::kube_configs I: node I's kubelet and kube-proxy

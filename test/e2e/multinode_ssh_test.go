@@ -21,8 +21,9 @@ import (
 // upstream's e2e framework does (provider local: the cluster's key, user
 // root, port 22 on the node's address and on the kubeconfig's host), with
 // the OpenSSH client, and runs there what upstream's specs run: sudo,
-// systemctl's queries with their exit codes, and a flex driver directory
-// made on the control plane, which must be the controller-manager's.
+// systemctl's queries with their exit codes, crictl finding a pod's
+// container on the node's own runtime, and a flex driver directory made on
+// the control plane, which must be the controller-manager's.
 func TestNodesOverSSH(t *testing.T) {
 	c := framework.Connect(t)
 	c.RequireNodes(t, 2)
@@ -33,11 +34,7 @@ func TestNodesOverSSH(t *testing.T) {
 	}
 	for _, n := range c.Nodes {
 		ip := internalIP(ctx, t, c, n.Name)
-		cases := []struct {
-			name, cmd string
-			wantRC    int
-			wantOut   string
-		}{
+		cases := []sshCase{
 			{"its own host name", "hostname", 0, n.Name},
 			{"sudo", "sudo --version >/dev/null && echo ok", 0, "ok"},
 			{"kubelet active", "systemctl show kubelet --property ActiveState --value", 0, "active"},
@@ -45,6 +42,7 @@ func TestNodesOverSSH(t *testing.T) {
 			{"status of a unit that does not exist", "systemctl status nothere", 4, ""},
 			{"start of a unit that does not exist", "sudo systemctl start nothere", 5, ""},
 			{"the node's own mounts, shared", "findmnt -no PROPAGATION /", 0, "shared"},
+			crictlCase(ctx, t, c, n.Name),
 		}
 		for _, tc := range cases {
 			t.Run(n.Name+"/"+tc.name, func(t *testing.T) {
@@ -66,6 +64,32 @@ func TestNodesOverSSH(t *testing.T) {
 			t.Fatalf("a directory made over SSH in upstream's default flex dir is not in the controller-manager's %s: %v", c.ControllerFlexDir(), err)
 		}
 	})
+}
+
+// sshCase is a command run on a node over SSH, with the exit code and the
+// output (when not empty) it must give.
+type sshCase struct {
+	name, cmd string
+	wantRC    int
+	wantOut   string
+}
+
+// crictlCase asks the node's crictl for the container of a pod running on
+// it, as upstream's subPath spec does before `crictl stop`: by the pod's
+// UID and the container's name. Exactly one ID must come back.
+func crictlCase(ctx context.Context, t *testing.T, c *framework.Cluster, node string) sshCase {
+	t.Helper()
+	pods, err := c.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+		FieldSelector: "spec.nodeName=" + node + ",status.phase=Running"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) == 0 {
+		t.Fatalf("no pod runs on %s to look for with crictl", node)
+	}
+	p := pods.Items[0]
+	cmd := "crictl ps --label io.kubernetes.pod.uid=" + string(p.UID) + " --name '^" + p.Spec.Containers[0].Name + "$' -q | wc -l"
+	return sshCase{"crictl finds pod " + p.Namespace + "/" + p.Name + "'s container", cmd, 0, "1"}
 }
 
 // internalIP is the node's InternalIP, where upstream's framework
