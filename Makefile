@@ -47,7 +47,7 @@ test-e2e-upstream: ## Upstream's e2e storage specs, CI's set (a few of every gro
 	hack/e2e-upstream.sh $(E2E_UPSTREAM_FLAGS)
 
 .PHONY: test-e2e-upstream-full
-test-e2e-upstream-full: ## Every group of upstream's e2e storage specs that docs/e2e-upstream.md lists, on 3 nodes (about an hour).
+test-e2e-upstream-full: ## Every group of upstream's e2e storage specs that docs/e2e-upstream.md lists, on 3 nodes (about 80 minutes).
 	E2E_UPSTREAM_SET=full hack/e2e-upstream.sh $(E2E_UPSTREAM_FLAGS)
 
 .PHONY: verify

@@ -9,10 +9,10 @@
 #
 # Environment: E2E_UPSTREAM_SET (ci or full), E2E_UPSTREAM_FOCUS,
 # E2E_UPSTREAM_SKIP, E2E_UPSTREAM_SERIAL_FOCUS, E2E_UPSTREAM_SERIAL_SKIP
-# (ginkgo regexps), E2E_UPSTREAM_PROCS (specs run at once, 3),
-# E2E_UPSTREAM_TIMEOUT (of each pass: 40m, for the full set 150m), NODES (3),
-# SKIP_BUILD=1 (reuse ${BIN_DIR}). Extra arguments go to ginkgo (e.g. -v,
-# --dry-run with E2E_UPSTREAM_PROCS=1).
+# (ginkgo regexps), E2E_UPSTREAM_PROCS (specs run at once: 3, for the full
+# set 4), E2E_UPSTREAM_TIMEOUT (of each pass: 40m, for the full set 90m),
+# NODES (3), SKIP_BUILD=1 (reuse ${BIN_DIR}). Extra arguments go to ginkgo
+# (e.g. -v, --dry-run with E2E_UPSTREAM_PROCS=1).
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 export NODES=${NODES:-3}
@@ -49,7 +49,7 @@ case "${E2E_UPSTREAM_SET}" in
     focus="${LOCAL}|${FLEX}|${COMMON}|${DYNAMIC}"
     skip='\[Serial\]|\[Disruptive\]|\[Flaky\]|\[Feature:OffByDefault\]|\[Feature:SELinux|\[Feature:VolumeSourceXFS|\[Feature:VolumeSnapshotDataSource'
     serial="(${LOCAL}|${FLEX}|${COMMON}|${DYNAMIC}).*\\[Disruptive\\]"
-    timeout=150m
+    procs=4 timeout=90m
     ;;
   *) np::die "E2E_UPSTREAM_SET=${E2E_UPSTREAM_SET} is not a set" "use ci (the default) or full" ;;
 esac
@@ -57,7 +57,7 @@ E2E_UPSTREAM_FOCUS=${E2E_UPSTREAM_FOCUS:-${focus}}
 E2E_UPSTREAM_SKIP=${E2E_UPSTREAM_SKIP:-${skip}}
 E2E_UPSTREAM_SERIAL_FOCUS=${E2E_UPSTREAM_SERIAL_FOCUS-${serial}}
 E2E_UPSTREAM_SERIAL_SKIP=${E2E_UPSTREAM_SERIAL_SKIP:-'\[Flaky\]|\[Feature:OffByDefault\]|\[Feature:SELinux|gce-localssd'}
-E2E_UPSTREAM_PROCS=${E2E_UPSTREAM_PROCS:-3}
+E2E_UPSTREAM_PROCS=${E2E_UPSTREAM_PROCS:-${procs:-3}}
 E2E_UPSTREAM_TIMEOUT=${E2E_UPSTREAM_TIMEOUT:-${timeout:-40m}}
 RESULTS=${OUT_DIR}/e2e-upstream
 
