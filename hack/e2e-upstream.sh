@@ -43,7 +43,7 @@ case "${E2E_UPSTREAM_SET}" in
   ci)
     focus="PersistentVolumes-local|In-tree Volumes \[Driver: local\] \[LocalVolumeType: blockfs\]|Flexvolumes \[Provider:gce,local\] should be mountable|${COMMON}.*\[Conformance\]"
     skip='\[Slow\]|\[Serial\]|\[Disruptive\]|\[Flaky\]|\[Feature:SELinux|\[Feature:Volume'
-    serial='\[Driver: local\] \[LocalVolumeType: (dir|tmpfs|block|blockfs)\] \[Testpattern: Pre-provisioned PV \(filesystem volmode\)\] disruptive.*Should test that pv written before kubelet restart is readable after restart'
+    serial='\[Driver: local\] \[LocalVolumeType: (dir|tmpfs|block|blockfs)\] \[Testpattern: Pre-provisioned PV \(filesystem volmode\)\] disruptive.*Should test that pv written before kubelet restart is readable after restart|\[Driver: local\] \[LocalVolumeType: blockfs\] .*should remount stale subpath'
     ;;
   full)
     focus="${LOCAL}|${FLEX}|${COMMON}|${DYNAMIC}"
