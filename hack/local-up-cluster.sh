@@ -44,6 +44,8 @@ main() {
   np::default_sc::enabled || true # a bad DEFAULT_STORAGECLASS stops here, before the build
   [[ "${SKIP_BUILD:-0}" == 1 ]] || np::build::all
   np::cluster::containerd_built
+  ((NODES == 1)) || [[ -x "${BIN_DIR}/crictl" ]] ||
+    np::warn "${BIN_DIR}/crictl is missing: the nodes' crictl will not run (upstream's stale-subpath specs need it); run hack/build.sh"
   NODE_IP=$(np::cluster::node_ip)
   [[ -n "${NODE_IP}" ]] || np::die "no global IPv4 address found for the node" "configure a network interface"
 
