@@ -42,6 +42,7 @@ func runDiscover(cmd *cobra.Command, o *options.DiscoverOptions) error {
 	if err != nil {
 		return err
 	}
+	r.HeldOmitted += o.HeldOmitted
 	msgs, err := report.EncodeOrAsk(r, o.Shards)
 	if err != nil {
 		return err

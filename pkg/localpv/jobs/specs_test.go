@@ -240,6 +240,41 @@ fast: {hostDir: /mnt/fast, mountDir: /lpv/fast}
 	}
 }
 
+// TestDiscoveryJobCountsOmittedHeldPaths (N3 c): the held paths beyond
+// report.MaxHeld are not dropped silently: the Job is told how many were
+// left out, and its report carries the count to the master.
+func TestDiscoveryJobCountsOmittedHeldPaths(t *testing.T) {
+	cfg := testConfig(t, nil)
+	p := Params{Namespace: "ns", Image: "img", DiscoveryShards: 1}
+	for _, tc := range []struct {
+		name string
+		held int
+		want string
+	}{
+		{name: "64 held paths", held: report.MaxHeld},
+		{name: "65 held paths", held: report.MaxHeld + 1, want: "--held-omitted=1"},
+		{name: "100 held paths", held: 100, want: "--held-omitted=36"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			held := make([]string, tc.held)
+			for i := range held {
+				held[i] = fmt.Sprintf("/var/lib/other/pv%d", i)
+			}
+			for _, ctr := range DiscoveryJob(p, cfg, "node-1", 1, held).Spec.Template.Spec.Containers {
+				got := ""
+				for _, a := range ctr.Args {
+					if strings.HasPrefix(a, "--held-omitted=") {
+						got = a
+					}
+				}
+				if got != tc.want {
+					t.Errorf("container %s: %q, want %q", ctr.Name, got, tc.want)
+				}
+			}
+		})
+	}
+}
+
 func TestCleanupJobCarriesIdentity(t *testing.T) {
 	cfg := testConfig(t, nil)
 	const disk = "fs:1b4e28ba-2fa1-11d2-883f-0016d3cca427:1.0200"
