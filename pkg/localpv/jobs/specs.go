@@ -157,7 +157,7 @@ func DiscoveryJob(p Params, cfg *config.Configuration, nodeName string, shards i
 			TerminationMessagePath:   TerminationMessagePath,
 			TerminationMessagePolicy: v1.TerminationMessageReadFile,
 			Resources:                smallResources(),
-			SecurityContext:          discoverySecurityContext(probes),
+			SecurityContext:          discoverySecurityContext(probes || devices),
 		})
 	}
 	return j
@@ -227,10 +227,11 @@ func classPath(cfg *config.Configuration, p string) string {
 }
 
 // discoverySecurityContext is that of a discovery container. With probes,
-// a class chooses disks by their properties, and opening a disk (O_EXCL,
-// to tell whether it is in use, then to read its first and last bytes)
-// needs the device cgroup's permission, which only a privileged container
-// has. Its /dev mount is read-only, but that does not stop a privileged
+// a class chooses disks by their properties or may hold block devices, and
+// opening a disk (O_EXCL, to tell whether it is in use, then to read its
+// first and last bytes; a plain Block class's new devices are checked as a
+// selector's disks are) needs the device cgroup's permission, which only a
+// privileged container has. Its /dev mount is read-only, but that does not stop a privileged
 // process from writing to a device node: discovery's code only reads.
 func discoverySecurityContext(probes bool) *v1.SecurityContext {
 	if probes {

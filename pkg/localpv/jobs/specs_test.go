@@ -84,8 +84,9 @@ func TestDiscoveryJobMountsEveryClassReadOnly(t *testing.T) {
 			t.Errorf("missing mount %s", p)
 		}
 	}
-	if len(j.Spec.Template.Spec.Containers) != 3 || ctr.SecurityContext.Privileged != nil {
-		t.Error("want 3 unprivileged shard containers")
+	// The blk class holds block devices, whose use discovery probes.
+	if len(j.Spec.Template.Spec.Containers) != 3 || ctr.SecurityContext.Privileged == nil || !*ctr.SecurityContext.Privileged {
+		t.Error("want 3 privileged shard containers")
 	}
 }
 
@@ -184,9 +185,29 @@ e2e: {hostDir: /mnt/disks/by-id, volumeMode: Block, blockCleanerCommand: [blkdis
 	if got := cps.Containers[0].Args[3]; got != "--path=/dev/disk/by-id/wwn-0x1" {
 		t.Errorf("path argument = %s", got)
 	}
-	plain := DiscoveryJob(p, testConfig(t, nil), "node-1", 1, nil).Spec.Template.Spec.Containers[0].SecurityContext
+	dirs := testConfig(t, map[string]string{config.KeyStorageClassMap: "fast: {hostDir: /mnt/fast, mountDir: /mnt/fast}\n"})
+	plain := DiscoveryJob(p, dirs, "node-1", 1, nil).Spec.Template.Spec.Containers[0].SecurityContext
 	if plain.Privileged != nil || plain.AllowPrivilegeEscalation == nil || *plain.AllowPrivilegeEscalation {
-		t.Errorf("discovery without disk selectors must stay unprivileged: %+v", plain)
+		t.Errorf("discovery of directories only must stay unprivileged: %+v", plain)
+	}
+}
+
+// TestDiscoveryOfPlainBlockClassesOpensDevices (N3 d): a Block class
+// without a disk selector has its new devices probed (O_EXCL, signatures)
+// like a selector's disks, which needs a privileged container; udev's
+// database is still mounted only for selectors.
+func TestDiscoveryOfPlainBlockClassesOpensDevices(t *testing.T) {
+	cfg := testConfig(t, map[string]string{config.KeyStorageClassMap: `
+blk: {hostDir: /mnt/blk, volumeMode: Block, blockCleanerCommand: [blkdiscard, "$(LOCAL_PV_BLKDEVICE)"]}
+`})
+	ps := DiscoveryJob(Params{Namespace: "ns", Image: "img", DiscoveryShards: 1}, cfg, "node-1", 1, nil).Spec.Template.Spec
+	if sc := ps.Containers[0].SecurityContext; sc.Privileged == nil || !*sc.Privileged {
+		t.Errorf("discovery of a plain Block class cannot open its devices: %+v", sc)
+	}
+	for _, v := range ps.Volumes {
+		if v.Name == "udev" {
+			t.Errorf("udev's database mounted without a selector: %+v", v)
+		}
 	}
 }
 
