@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -158,5 +160,40 @@ func TestCleanBlockCommandMayClaimTheDevice(t *testing.T) {
 			}
 			wantFilled(t, dev, 0)
 		})
+	}
+}
+
+// TestCleanBlockRefusesADeviceInUse: the cleanup opens the device
+// exclusively before its check, so a device that is mounted (the PV's disk
+// mounted on the host by hand, say) is refused and no command runs.
+func TestCleanBlockRefusesADeviceInUse(t *testing.T) {
+	testutil.RequireRoot(t)
+	utiltestutil.RequireCommand(t, "mkfs.ext4")
+	dev := testutil.LoopDevice(t, 8<<20)
+	if out, err := exec.Command("mkfs.ext4", "-q", "-F", dev).CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.ext4: %v: %s", err, out)
+	}
+	mnt := t.TempDir()
+	if err := unix.Mount(dev, mnt, "ext4", 0, ""); err != nil {
+		t.Fatalf("mount: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(mnt, unix.MNT_DETACH) })
+	id, _, err := identity.Device("", dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	link := filepath.Join(root, "disk1")
+	if err := os.Symlink(dev, link); err != nil {
+		t.Fatal(err)
+	}
+	ran := filepath.Join(t.TempDir(), "ran")
+	_, ctx := ktesting.NewTestContext(t)
+	err = realCleaner().Clean(ctx, Request{Kind: report.KindBlock, MountDir: root, Path: link, Command: []string{"touch", ran}, Expected: Expected{DiskID: id}})
+	if err == nil || !strings.Contains(err.Error(), "is in use") {
+		t.Fatalf("want a refusal of the mounted device, got %v", err)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Error("the cleaner command ran on a mounted device")
 	}
 }
