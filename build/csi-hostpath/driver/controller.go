@@ -146,7 +146,7 @@ func (d *Driver) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if err := d.vols.delete(req.GetVolumeId()); err != nil {
+	if err := d.vols.delete(ctx, req.GetVolumeId()); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
 	klog.FromContext(ctx).V(2).Info("Volume deleted", "volumeID", req.GetVolumeId())

@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,6 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+
+	"github.com/nodeplug/nodeplug/pkg/localpv/discovery"
+	"github.com/nodeplug/nodeplug/pkg/localpv/wipe"
 )
 
 // idPattern is what a volume ID may look like: one plain path component
@@ -52,8 +56,9 @@ type volume struct {
 
 // store keeps volumes in dir: <dir>/<id> is the volume's directory and
 // <dir>/.<id>.json its record. The file system is the only state, so the
-// driver can restart at any time.
-type store struct{ dir string }
+// driver can restart at any time. mountInfo lists the mounts a volume's
+// deletion refuses to cross (default discovery.SelfMountInfo).
+type store struct{ dir, mountInfo string }
 
 func (s store) path(id string) string     { return filepath.Join(s.dir, id) }
 func (s store) metaPath(id string) string { return filepath.Join(s.dir, "."+id+".json") }
@@ -105,11 +110,26 @@ func (s store) hasDir(id string) bool {
 	return err == nil && fi.IsDir()
 }
 
-// delete removes the volume's directory with its content, then its record.
-// A volume that does not exist is no error.
-func (s store) delete(id string) error {
-	if err := os.RemoveAll(s.path(id)); err != nil {
-		return fmt.Errorf("removing volume directory: %w", err)
+// delete empties the volume's directory with the provisioner's one
+// directory cleaner (wipe.CleanDirectory), removes it, then its record. The
+// cleaner never follows a symlink nor crosses onto another file system: a
+// mount below the volume (a tenant's leaked bind mount) refuses the
+// deletion, and the host's files behind it are kept. A volume that does not
+// exist is no error.
+func (s store) delete(ctx context.Context, id string) error {
+	p := s.path(id)
+	mountInfo := s.mountInfo
+	if mountInfo == "" {
+		mountInfo = discovery.SelfMountInfo
+	}
+	switch err := wipe.CleanDirectory(ctx, p, mountInfo); {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("emptying volume directory: %w", err)
+	default:
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("removing volume directory: %w", err)
+		}
 	}
 	if err := os.Remove(s.metaPath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("removing volume record: %w", err)

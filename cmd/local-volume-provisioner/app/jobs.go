@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
-	utilexec "k8s.io/utils/exec"
 
 	"github.com/nodeplug/nodeplug/cmd/local-volume-provisioner/app/options"
 	"github.com/nodeplug/nodeplug/pkg/localpv/cleanup"
@@ -43,6 +42,7 @@ func runDiscover(cmd *cobra.Command, o *options.DiscoverOptions) error {
 	if err != nil {
 		return err
 	}
+	r.HeldOmitted += o.HeldOmitted
 	msgs, err := report.EncodeOrAsk(r, o.Shards)
 	if err != nil {
 		return err
@@ -76,7 +76,7 @@ func newCleanupCommand() *cobra.Command {
 // exit code jobs.CleanupIdentityMismatchCode.
 func runCleanup(ctx context.Context, o *options.CleanupOptions) error {
 	checker := &cleanup.NodeChecker{MachineIDFile: o.MachineIDFile, SystemUUIDFile: o.SystemUUIDFile}
-	c := cleanup.NewCleaner(utilexec.New(), &discovery.Scanner{}, checker, o.MountInfo, os.Stdout)
+	c := cleanup.NewCleaner(&discovery.Scanner{}, checker, o.MountInfo, os.Stdout)
 	req := cleanup.Request{Kind: report.VolumeKind(o.Kind), MountDir: o.MountDir, Path: o.Path, Command: o.Command,
 		Expected: o.Expected()}
 	err := c.Clean(ctx, req)

@@ -37,7 +37,7 @@ func TestDiscoverCommandWritesShards(t *testing.T) {
 	for i := range 2 {
 		log := filepath.Join(t.TempDir(), "termination-log")
 		err := runCommand(t, "discover", "--node-name=n1", "--classes="+string(classes),
-			"--shard="+strconv.Itoa(i), "--shards=2", "--termination-log="+log,
+			"--shard="+strconv.Itoa(i), "--shards=2", "--termination-log="+log, "--held-omitted=3",
 			`--held-paths=[{"p":"/host/vol1","c":"`+filepath.Join(root, "vol1")+`"},{"p":"/var/lib/x","c":""}]`)
 		if err != nil {
 			t.Fatalf("discover: %v", err)
@@ -59,6 +59,9 @@ func TestDiscoverCommandWritesShards(t *testing.T) {
 	if v.ID == "" || len(r.Held) != 2 || r.Held[0].ID != v.ID || r.Held[1].Error != discovery.ErrHeldNotVisible {
 		t.Errorf("volume identity %q, held %+v: want the volume's identity, then an invisible path", v.ID, r.Held)
 	}
+	if r.HeldOmitted != 3 {
+		t.Errorf("report counts %d omitted held paths, want the 3 of --held-omitted", r.HeldOmitted)
+	}
 }
 
 func TestJobCommandsRecordBadFlags(t *testing.T) {
@@ -73,6 +76,7 @@ func TestJobCommandsRecordBadFlags(t *testing.T) {
 		{name: "discover with relative dir", args: []string{"discover", "--node-name=n", `--classes=[{"name":"a","mountDir":"m"}]`}, wantErr: "clean absolute mountDir"},
 		{name: "discover shard out of range", args: []string{"discover", "--node-name=n", `--classes=[{"name":"a","mountDir":"/m"}]`, "--shard=3", "--shards=3"}, wantErr: "--shard must be between 0 and 2"},
 		{name: "discover too many shards", args: []string{"discover", "--node-name=n", `--classes=[{"name":"a","mountDir":"/m"}]`, "--shards=4"}, wantErr: "--shards must be between 1 and 3"},
+		{name: "discover with a negative count of omitted held paths", args: []string{"discover", "--node-name=n", `--classes=[{"name":"a","mountDir":"/m"}]`, "--held-omitted=-1"}, wantErr: "--held-omitted must not be negative"},
 		{name: "discover with bad held paths", args: []string{"discover", "--node-name=n", `--classes=[{"name":"a","mountDir":"/m"}]`, "--held-paths={"}, wantErr: "--held-paths is not a JSON list"},
 		{name: "discover with a relative held path", args: []string{"discover", "--node-name=n", `--classes=[{"name":"a","mountDir":"/m"}]`, `--held-paths=[{"p":"/a","c":"m/a"}]`}, wantErr: "clean absolute container path"},
 		{name: "discover with too many held paths", args: []string{"discover", "--node-name=n", `--classes=[{"name":"a","mountDir":"/m"}]`, "--held-paths=[" + strings.Repeat(`{"p":"/a","c":""},`, report.MaxHeld) + `{"p":"/a","c":""}]`}, wantErr: "more than 64"},

@@ -32,12 +32,15 @@ type Expected struct {
 	DiskID                identity.ID
 }
 
-// Volume is what a cleanup is about to wipe: a directory at Path, or for a
-// block entry the device node Device that Path resolves to.
+// Volume is what a cleanup is about to wipe: the directory at Path, or for
+// a block entry the device node Device that Path resolves to, open as File.
+// The identity is read from File, which is what the wipe then goes through;
+// Path and Device name it in messages.
 type Volume struct {
 	Kind   report.VolumeKind
 	Path   string
 	Device string
+	File   *os.File
 }
 
 // MismatchError says that the node is another machine, or the volume's path
@@ -66,9 +69,9 @@ type Checker interface {
 	// machine exp records, or when a machine is recorded and neither of its
 	// identities can be read here. It returns nil when nothing is recorded.
 	CheckMachine(ctx context.Context, exp Expected) error
-	// CheckDisk returns a *MismatchError unless the identity of what vol
-	// leads to is the same as want (identity.Compare), and any other error
-	// when the identity cannot be read at all.
+	// CheckDisk returns a *MismatchError unless the identity of the open
+	// volume vol.File is the same as want (identity.Compare), and any other
+	// error when the identity cannot be read at all.
 	CheckDisk(ctx context.Context, want identity.ID, vol Volume) error
 }
 
@@ -119,17 +122,19 @@ func (n *NodeChecker) CheckMachine(ctx context.Context, exp Expected) error {
 	return nil
 }
 
-// CheckDisk reads the identity of a directory volume (its file system's
-// UUID and its file handle) or of the device a block volume resolves to
-// (from sysfs), and compares it with want.
+// CheckDisk reads the identity of the open volume: a directory's (its file
+// system's UUID and its file handle) or a block device's (from sysfs, by the
+// descriptor's device number), and compares it with want.
 func (n *NodeChecker) CheckDisk(ctx context.Context, want identity.ID, vol Volume) error {
 	var found identity.ID
 	var err error
-	switch vol.Kind {
-	case report.KindDirectory:
-		found, err = identity.Directory(vol.Path)
-	case report.KindBlock:
-		found, _, err = identity.Device(n.SysDir, vol.Device)
+	switch {
+	case vol.File == nil:
+		err = errors.New("the volume is not open")
+	case vol.Kind == report.KindDirectory:
+		found, err = identity.DirectoryFile(vol.File)
+	case vol.Kind == report.KindBlock:
+		found, _, err = identity.DeviceFile(n.SysDir, vol.File)
 	default:
 		err = fmt.Errorf("unknown kind %q", vol.Kind)
 	}

@@ -7,11 +7,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
 	"k8s.io/klog/v2"
-	utilexec "k8s.io/utils/exec"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
 	"github.com/nodeplug/nodeplug/pkg/localpv/discovery"
@@ -44,7 +44,6 @@ type Cleaner interface {
 }
 
 type cleaner struct {
-	exec          utilexec.Interface
 	scanner       *discovery.Scanner
 	checker       Checker
 	mountInfoPath string
@@ -54,15 +53,17 @@ type cleaner struct {
 var _ Cleaner = &cleaner{}
 
 // NewCleaner returns a Cleaner that checks identities with checker, runs
-// block commands through exec and copies their output to output (the Job's
-// log).
-func NewCleaner(exec utilexec.Interface, scanner *discovery.Scanner, checker Checker, mountInfoPath string, output io.Writer) Cleaner {
-	return &cleaner{exec: exec, scanner: scanner, checker: checker, mountInfoPath: mountInfoPath, output: output}
+// block cleaner commands and copies their output to output (the Job's log).
+func NewCleaner(scanner *discovery.Scanner, checker Checker, mountInfoPath string, output io.Writer) Cleaner {
+	return &cleaner{scanner: scanner, checker: checker, mountInfoPath: mountInfoPath, output: output}
 }
 
 // Clean checks, in order and before it writes anything: the path, the
 // machine, that the volume is there (a mount point, or a link to a block
-// device), and the disk it leads to.
+// device), and the disk it leads to. The volume is opened once (a block
+// device exclusively), its disk is checked on that descriptor, and the wipe
+// goes through the same descriptor: a path that leads elsewhere after the
+// check changes nothing.
 func (c *cleaner) Clean(ctx context.Context, req Request) error {
 	if filepath.Clean(req.Path) != req.Path || filepath.Dir(req.Path) != req.MountDir || !config.Within(req.Path, req.MountDir) || req.Path == req.MountDir {
 		return fmt.Errorf("refusing to clean %s: not a direct child of %s", req.Path, req.MountDir)
@@ -97,10 +98,15 @@ func (c *cleaner) cleanDirectory(ctx context.Context, req Request) error {
 	if !mps[p] {
 		return fmt.Errorf("refusing to clean %s: not a mount point, the disk may be missing", p)
 	}
-	if err := c.checker.CheckDisk(ctx, req.Expected.DiskID, Volume{Kind: report.KindDirectory, Path: p}); err != nil {
+	f, err := wipe.OpenDirectory(p)
+	if err != nil {
 		return err
 	}
-	return wipe.CleanDirectory(ctx, p, c.mountInfoPath)
+	defer func() { _ = f.Close() }()
+	if err := c.checker.CheckDisk(ctx, req.Expected.DiskID, Volume{Kind: report.KindDirectory, Path: p, File: f}); err != nil {
+		return err
+	}
+	return wipe.CleanDirectoryFile(ctx, f, c.mountInfoPath)
 }
 
 func (c *cleaner) cleanBlock(ctx context.Context, req Request) error {
@@ -118,16 +124,41 @@ func (c *cleaner) cleanBlock(ctx context.Context, req Request) error {
 	if err != nil {
 		return fmt.Errorf("refusing to clean %s: %w", req.Path, err)
 	}
-	if err := c.checker.CheckDisk(ctx, req.Expected.DiskID, Volume{Kind: report.KindBlock, Path: req.Path, Device: dev}); err != nil {
+	f, err := openExclusive(dev)
+	if err != nil {
+		return fmt.Errorf("refusing to clean %s: %w", req.Path, err)
+	}
+	defer func() { _ = f.Close() }()
+	if err := c.checker.CheckDisk(ctx, req.Expected.DiskID, Volume{Kind: report.KindBlock, Path: req.Path, Device: dev, File: f}); err != nil {
 		return err
 	}
-	argv := ExpandCommand(req.Command, dev)
-	cmd := c.exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.SetEnv(append(os.Environ(), config.BlockDeviceVariable+"="+dev))
+	checked, err := releaseExclusive(f)
+	if err != nil {
+		return fmt.Errorf("refusing to clean %s: %w", req.Path, err)
+	}
+	defer func() { _ = checked.Close() }()
+	return c.runCleaner(ctx, req.Command, dev, checked)
+}
+
+// CheckedDevice is where a block cleaner command finds the device the
+// cleanup checked: the descriptor it inherits as fd 3, open for reading and
+// writing but not exclusively, so that a command may claim it exclusively
+// itself (blkdiscard and wipefs do; the programs of package wipe do). It is
+// the value of LOCAL_PV_BLKDEVICE and of $(LOCAL_PV_BLKDEVICE) in its
+// arguments; opening it opens the checked device, whatever its name leads
+// to by then.
+const CheckedDevice = "/proc/self/fd/3"
+
+// runCleaner runs a block cleaner command on the checked device f (dev in
+// logs), passed as fd 3, and fails with the tail of its output.
+func (c *cleaner) runCleaner(ctx context.Context, command []string, dev string, f *os.File) error {
+	argv := ExpandCommand(command, CheckedDevice)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), config.BlockDeviceVariable+"="+CheckedDevice)
+	cmd.ExtraFiles = []*os.File{f}
 	var tail tailBuffer
 	out := io.MultiWriter(c.output, &tail)
-	cmd.SetStdout(out)
-	cmd.SetStderr(out)
+	cmd.Stdout, cmd.Stderr = out, out
 	klog.FromContext(ctx).Info("Running block cleaner", "device", dev, "command", argv)
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("block cleaner %q failed on %s: %w: %s", argv[0], dev, err, tail.String())

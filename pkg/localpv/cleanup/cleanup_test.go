@@ -8,16 +8,14 @@ import (
 	"testing"
 
 	"k8s.io/klog/v2/ktesting"
-	utilexec "k8s.io/utils/exec"
-	testingexec "k8s.io/utils/exec/testing"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/discovery"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
 	"github.com/nodeplug/nodeplug/pkg/localpv/testutil"
 )
 
-func newTestCleaner(exec utilexec.Interface) Cleaner {
-	return NewCleaner(exec, &discovery.Scanner{}, &fakeChecker{}, discovery.SelfMountInfo, &bytes.Buffer{})
+func newTestCleaner() Cleaner {
+	return NewCleaner(&discovery.Scanner{}, &fakeChecker{}, discovery.SelfMountInfo, &bytes.Buffer{})
 }
 
 func TestCleanDirectoryKeepsMountPoint(t *testing.T) {
@@ -39,7 +37,7 @@ func TestCleanDirectoryKeepsMountPoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, ctx := ktesting.NewTestContext(t)
-	if err := newTestCleaner(utilexec.New()).Clean(ctx, Request{Kind: report.KindDirectory, MountDir: root, Path: vol}); err != nil {
+	if err := newTestCleaner().Clean(ctx, Request{Kind: report.KindDirectory, MountDir: root, Path: vol}); err != nil {
 		t.Fatalf("Clean: %v", err)
 	}
 	entries, err := os.ReadDir(vol)
@@ -68,7 +66,7 @@ func TestCleanDirectoryRefusesMountBelow(t *testing.T) {
 	mustWrite(t, filepath.Join(below, "f"), "host data")
 	mustWrite(t, filepath.Join(vol, "data"), "secret")
 	_, ctx := ktesting.NewTestContext(t)
-	err := newTestCleaner(utilexec.New()).Clean(ctx, Request{Kind: report.KindDirectory, MountDir: root, Path: vol})
+	err := newTestCleaner().Clean(ctx, Request{Kind: report.KindDirectory, MountDir: root, Path: vol})
 	if err == nil || !strings.Contains(err.Error(), "refusing to clean "+vol+": "+below+" is mounted below it") {
 		t.Fatalf("want a refusal naming %s, got %v", below, err)
 	}
@@ -110,7 +108,7 @@ func TestCleanRefuses(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := newTestCleaner(&testingexec.FakeExec{}).Clean(ctx, tc.req)
+			err := newTestCleaner().Clean(ctx, tc.req)
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("want error containing %q, got %v", tc.wantErr, err)
 			}
@@ -133,7 +131,7 @@ func TestCleanBlockRunsCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, ctx := ktesting.NewTestContext(t)
-	c := newTestCleaner(utilexec.New())
+	c := newTestCleaner()
 	wipe := []string{"dd", "if=/dev/zero", "of=$(LOCAL_PV_BLKDEVICE)", "bs=64k", "count=16", "conv=fsync"}
 	if err := c.Clean(ctx, Request{Kind: "b", MountDir: root, Path: link, Command: wipe}); err != nil {
 		t.Fatalf("Clean: %v", err)
@@ -147,7 +145,7 @@ func TestCleanBlockRunsCommand(t *testing.T) {
 	}
 	fail := []string{"sh", "-c", `echo "cannot wipe $LOCAL_PV_BLKDEVICE" >&2; exit 3`}
 	err = c.Clean(ctx, Request{Kind: "b", MountDir: root, Path: link, Command: fail})
-	if err == nil || !strings.Contains(err.Error(), "cannot wipe "+dev) {
+	if err == nil || !strings.Contains(err.Error(), "cannot wipe "+CheckedDevice) {
 		t.Fatalf("want failure with command output, got %v", err)
 	}
 }

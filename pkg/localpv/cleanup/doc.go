@@ -13,4 +13,11 @@
 // PV recorded (package identity). A Checker does the identity checks; on a
 // mismatch nothing is wiped and Clean returns a *MismatchError, which the
 // Job reports with its own termination message and exit code.
+//
+// The volume is opened once and the identity is read from that descriptor,
+// not from a path: a directory is emptied by walking from the descriptor
+// that was checked, and a block device, opened exclusively (O_EXCL) for the
+// check, is handed to the cleaner command as fd 3 (LOCAL_PV_BLKDEVICE is
+// /proc/self/fd/3). A disk swapped under the path, or a device node
+// re-created for another disk, after the check is never written to.
 package cleanup

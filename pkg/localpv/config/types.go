@@ -41,8 +41,9 @@ const (
 const DefaultNamePattern = "*"
 
 // BlockDeviceVariable is set in the environment of a block cleaner command,
-// and "$(LOCAL_PV_BLKDEVICE)" in its arguments is replaced, with the device
-// path inside the cleanup container.
+// and "$(LOCAL_PV_BLKDEVICE)" in its arguments is replaced, with the path of
+// the device the cleanup checked: /proc/self/fd/3, the descriptor the
+// command inherits (package cleanup).
 const BlockDeviceVariable = "LOCAL_PV_BLKDEVICE"
 
 // Configuration is the parsed ConfigMap.

@@ -38,7 +38,7 @@ func (c *controller) syncNode(ctx context.Context, name string) error {
 // publishes its volumes.
 func (c *controller) Consume(ctx context.Context, node *v1.Node, res *validation.Result, r *report.Report) error {
 	c.inventory.Record(ctx, node.Name, r)
-	return c.publisher.Publish(ctx, node, res, r.Held)
+	return c.publisher.Publish(ctx, node, res, r.AllHeld())
 }
 
 // requestDiscovery asks for a discovery run on a node.

@@ -38,6 +38,7 @@ func (d *discoverer) Discover(ctx context.Context, node string, classes []ClassS
 		return nil, err
 	}
 	r := &report.Report{Version: report.Version, Node: node, Held: d.scanner.ResolveHeld(held)}
+	r.HeldOmitted = max(0, len(held)-len(r.Held))
 	inv := d.inventory(classes)
 	disks, err := inv.Disks(ctx)
 	if err != nil {
@@ -57,6 +58,7 @@ func (d *discoverer) Discover(ctx context.Context, node string, classes []ClassS
 			entries, scanErr = d.scanner.SelectDisks(ctx, spec, disks, claimed)
 		default:
 			entries, scanErr = d.scanner.ScanClass(spec, mps, true)
+			d.scanner.ProbeUse(ctx, entries)
 		}
 		if scanErr != nil {
 			logger.Error(scanErr, "Class directory unreadable", "class", spec.Name)
@@ -97,6 +99,6 @@ func addEntries(ctx context.Context, c *report.Class, entries []Entry) {
 			logger.V(2).Info("Identity of a volume unreadable", "class", c.Name, "entry", e.Name, "err", e.IDErr)
 		}
 		c.Volumes = append(c.Volumes, report.Volume{Name: e.Name, Kind: e.Kind, Capacity: e.Capacity, Disk: e.Disk,
-			ID: e.ID, Dev: e.Dev})
+			ID: e.ID, Dev: e.Dev, Whole: e.Whole, Use: e.Use})
 	}
 }

@@ -70,7 +70,9 @@ func (inv *Inventory) Disks(ctx context.Context) ([]report.Disk, error) {
 			continue
 		}
 		disk.IDs = capLinks(links[disk.Name])
-		if inv.Probe && !disk.Stacked && config.Selectable(disk.Name, inv.LoopDevices) {
+		// A disk with partitions or holders is never chosen, so it is not
+		// read: a multipath member behind a blocked path would hang the read.
+		if inv.Probe && !disk.Stacked && disk.Partitions == 0 && disk.Holders == 0 && config.Selectable(disk.Name, inv.LoopDevices) {
 			inv.probe(ctx, &disk)
 		}
 		out = append(out, disk)

@@ -28,9 +28,12 @@ const ErrHeldNotVisible = "not visible to discovery (neither in a class director
 const maxHeldError = 256
 
 // ResolveHeld returns what each held path leads to now, for at most
-// report.MaxHeld of them: a directory's identity, or a block device's
-// (through a symlink under DevDir, as for a block entry) with its kernel
-// name; or why it could not be resolved.
+// report.MaxHeld of them: a directory's identity with the device its file
+// system lives on, or a block device's (through a symlink under DevDir, as
+// for a block entry) with its kernel name, and the whole disk's when that
+// is a partition; or why it could not be resolved. The paths beyond
+// report.MaxHeld are counted in the report (HeldOmitted), never dropped
+// silently.
 func (s *Scanner) ResolveHeld(held []HeldPath) []report.Held {
 	var out []report.Held
 	for _, h := range held[:min(len(held), report.MaxHeld)] {
@@ -38,27 +41,30 @@ func (s *Scanner) ResolveHeld(held []HeldPath) []report.Held {
 		var err error
 		if h.Container == "" {
 			r.Error = ErrHeldNotVisible
-		} else if r.ID, r.Dev, err = s.resolveHeld(h.Container); err != nil {
+		} else if r.Kind, r.ID, r.Dev, err = s.resolveHeld(h.Container); err != nil {
 			r.Error = truncate(err.Error(), maxHeldError)
 		}
+		r.Whole = s.wholeDisk(r.Dev)
 		out = append(out, r)
 	}
 	return out
 }
 
-func (s *Scanner) resolveHeld(p string) (identity.ID, string, error) {
+func (s *Scanner) resolveHeld(p string) (report.VolumeKind, identity.ID, string, error) {
 	fi, err := os.Lstat(p)
 	if err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
 	switch mode := fi.Mode(); {
 	case mode.IsDir():
 		id, err := identity.Directory(p)
-		return id, "", err
+		dev, _ := s.fileSystemDevice(p)
+		return report.KindDirectory, id, dev, err
 	case mode&fs.ModeSymlink != 0, mode&fs.ModeDevice != 0 && mode&fs.ModeCharDevice == 0:
-		return s.deviceIdentity(p)
+		id, dev, err := s.deviceIdentity(p)
+		return report.KindBlock, id, dev, err
 	}
-	return "", "", fmt.Errorf("%s is neither a directory nor a block device", p)
+	return "", "", "", fmt.Errorf("%s is neither a directory nor a block device", p)
 }
 
 func truncate(s string, n int) string {

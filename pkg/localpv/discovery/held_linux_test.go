@@ -3,11 +3,14 @@
 package discovery
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
@@ -33,6 +36,7 @@ func TestResolveHeld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	dirDev := blockDeviceOf(t, vol)
 	mustSymlink(t, dev, filepath.Join(dir, "disk-1"))
 	mustSymlink(t, "/etc/hostname", filepath.Join(dir, "evil"))
 	if err := os.WriteFile(filepath.Join(dir, "file"), nil, 0o644); err != nil {
@@ -49,9 +53,9 @@ func TestResolveHeld(t *testing.T) {
 	}
 	got := (&Scanner{}).ResolveHeld(held)
 	want := []report.Held{
-		{Path: "/mnt/fast/vol-1", ID: dirID},
-		{Path: "/mnt/blk/disk-1", Dev: filepath.Base(dev), ID: backing},
-		{Path: dev, Dev: filepath.Base(dev), ID: backing},
+		{Path: "/mnt/fast/vol-1", Kind: report.KindDirectory, Dev: dirDev, ID: dirID},
+		{Path: "/mnt/blk/disk-1", Kind: report.KindBlock, Dev: filepath.Base(dev), ID: backing},
+		{Path: dev, Kind: report.KindBlock, Dev: filepath.Base(dev), ID: backing},
 		{Path: "/mnt/blk/gone", Error: "no such file or directory"},
 		{Path: "/var/lib/other/pv", Error: ErrHeldNotVisible},
 		{Path: "/mnt/blk/evil", Error: "outside /dev"},
@@ -62,7 +66,7 @@ func TestResolveHeld(t *testing.T) {
 	}
 	for i, w := range want {
 		g := got[i]
-		if g.Path != w.Path || g.Dev != w.Dev || g.ID != w.ID || !strings.Contains(g.Error, w.Error) || (w.Error == "") != (g.Error == "") {
+		if g.Path != w.Path || g.Dev != w.Dev || g.ID != w.ID || (w.Kind != "" && g.Kind != w.Kind) || !strings.Contains(g.Error, w.Error) || (w.Error == "") != (g.Error == "") {
 			t.Errorf("held %s: got %+v, want %+v", w.Path, g, w)
 		}
 	}
@@ -73,4 +77,19 @@ func TestResolveHeld(t *testing.T) {
 	if n := len((&Scanner{}).ResolveHeld(many)); n != report.MaxHeld {
 		t.Errorf("%d held paths resolved, want at most %d", n, report.MaxHeld)
 	}
+}
+
+// blockDeviceOf returns the kernel name of the block device that the file
+// system of p lives on, or "" when its device number is no block device's.
+func blockDeviceOf(t *testing.T, p string) string {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Stat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	target, err := os.Readlink(fmt.Sprintf("/sys/dev/block/%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev)))
+	if err != nil {
+		return ""
+	}
+	return filepath.Base(target)
 }

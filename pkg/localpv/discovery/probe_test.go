@@ -39,7 +39,8 @@ func (o *recordingOpener) open(path string, exclusive bool) (Device, error) {
 func TestInventoryProbesOnlySelectableDisks(t *testing.T) {
 	devDir, byID := recordedDev(t)
 	_, ctx := ktesting.NewTestContext(t)
-	disks := []string{"nvme0n1", "nvme1n1", "sda", "sdb", "sdc", "vda", "vdb"}
+	// nvme1n1 has partitions and vdb a holder (LVM): never read (H2).
+	disks := []string{"nvme0n1", "sda", "sdb", "sdc", "vda"}
 	tests := []struct {
 		name       string
 		probe      bool
@@ -47,7 +48,7 @@ func TestInventoryProbesOnlySelectableDisks(t *testing.T) {
 		wantOpened []string
 	}{
 		{name: "no class has a selector", probe: false},
-		{name: "disks, not dm, optical or loop", probe: true, wantOpened: disks},
+		{name: "disks, not dm, optical, loop, or disks with partitions or holders", probe: true, wantOpened: disks},
 		{name: "loop devices asked for", probe: true, loop: true, wantOpened: append([]string{"loop1"}, disks...)},
 	}
 	for _, tc := range tests {
@@ -68,6 +69,29 @@ func TestInventoryProbesOnlySelectableDisks(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestInventoryDoesNotReadDisksWithHoldersOrPartitions (H2): a disk with
+// partitions or a stacked holder (a multipath or LVM member) is never
+// chosen, so it is never opened: a read behind a blocked multipath path
+// would hang the discovery container.
+func TestInventoryDoesNotReadDisksWithHoldersOrPartitions(t *testing.T) {
+	devDir, byID := recordedDev(t)
+	_, ctx := ktesting.NewTestContext(t)
+	o := &recordingOpener{}
+	inv := &Inventory{SysDir: recordedSys, DevDir: devDir, ByIDDir: byID, Probe: true, Open: o.open}
+	disks, err := inv.Disks(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range disks {
+		if (d.Partitions > 0 || d.Holders > 0) && slices.Contains(o.opened, d.Name) {
+			t.Errorf("disk %s (%d partitions, %d holders) was opened", d.Name, d.Partitions, d.Holders)
+		}
+	}
+	if !slices.Contains(o.opened, "nvme0n1") {
+		t.Errorf("opened %v: an unused disk was not probed", o.opened)
 	}
 }
 
@@ -170,8 +194,9 @@ func TestInventoryBusyAndUdev(t *testing.T) {
 			t.Errorf("disk %s busy %v", d.Name, d.Busy)
 		}
 	}
-	want := map[string]string{"nvme0n1": report.SignatureNone, "nvme1n1": "gpt", "sda": "zfs_member", "sdb": "ext4",
-		"sdc": "linux_raid_member", "vda": "gpt", "vdb": "LVM2_member"}
+	// nvme1n1 (partitions) and vdb (a holder) are not read (H2).
+	want := map[string]string{"nvme0n1": report.SignatureNone, "nvme1n1": "", "sda": "zfs_member", "sdb": "ext4",
+		"sdc": "linux_raid_member", "vda": "gpt", "vdb": ""}
 	for name, sig := range want {
 		if got[name] != sig {
 			t.Errorf("disk %s: signature %q, want %q", name, got[name], sig)

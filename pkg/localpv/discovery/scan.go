@@ -62,8 +62,14 @@ type Entry struct {
 	// can be read; IDErr says why it could not.
 	ID    identity.ID
 	IDErr error
-	// Dev is the kernel name of the device a block entry resolves to.
-	Dev string
+	// Dev is the kernel name of the device a block entry resolves to, or
+	// of the block device a directory's file system lives on; Whole is the
+	// whole disk's when Dev is a partition.
+	Dev, Whole string
+	// Use is how a block entry's device is in use (ProbeUse fills it).
+	Use *report.Disk
+	// DevNode is the device node a block entry resolves to.
+	DevNode string
 }
 
 // Scanner reads class directories. Its fields are seams for tests.
@@ -146,9 +152,12 @@ func (s *Scanner) classify(spec ClassSpec, p string, mountPoints map[string]bool
 func (s *Scanner) identify(e *Entry, p, dev string) {
 	if e.Kind == report.KindDirectory {
 		e.ID, e.IDErr = identity.Directory(p)
+		e.Dev, e.Whole = s.fileSystemDevice(p)
 		return
 	}
+	e.DevNode = dev
 	e.ID, e.Dev, e.IDErr = s.identityOf(dev)
+	e.Whole = s.wholeDisk(e.Dev)
 }
 
 // deviceIdentity resolves a block entry or held path to its device, and

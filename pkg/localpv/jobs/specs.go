@@ -105,7 +105,8 @@ func smallResources() v1.ResourceRequirements {
 // may hold devices or a held path lies in it, and the host's udev database
 // when a class has a disk selector. held are the host paths of the node's
 // other local PVs, which the Job resolves (at most report.MaxHeld; see
-// HeldPaths). The pod has no API credentials.
+// HeldPaths; the others are counted in --held-omitted and make the master
+// refuse what they could hide). The pod has no API credentials.
 func DiscoveryJob(p Params, cfg *config.Configuration, nodeName string, shards int, held []string) *batchv1.Job {
 	j := baseJob(p, cfg, naming.DiscoveryJobName(nodeName), RoleDiscovery, nodeName)
 	j.Spec.BackoffLimit = ptr.To[int32](2)
@@ -143,7 +144,7 @@ func DiscoveryJob(p Params, cfg *config.Configuration, nodeName string, shards i
 		ps.Volumes = append(ps.Volumes, hostPathVolume("udev", HostUdevDir, v1.HostPathDirectoryOrCreate))
 		mounts = append(mounts, v1.VolumeMount{Name: "udev", MountPath: UdevMountPath, ReadOnly: true})
 	}
-	args := discoveryArgs(nodeName, specs, heldPaths)
+	args := discoveryArgs(nodeName, specs, heldPaths, len(held)-len(heldPaths))
 	shards = min(max(shards, p.DiscoveryShards, 1), report.MaxShards)
 	for i := range shards {
 		ps.Containers = append(ps.Containers, v1.Container{
@@ -156,7 +157,7 @@ func DiscoveryJob(p Params, cfg *config.Configuration, nodeName string, shards i
 			TerminationMessagePath:   TerminationMessagePath,
 			TerminationMessagePolicy: v1.TerminationMessageReadFile,
 			Resources:                smallResources(),
-			SecurityContext:          discoverySecurityContext(probes),
+			SecurityContext:          discoverySecurityContext(probes || devices),
 		})
 	}
 	return j
@@ -170,12 +171,18 @@ const (
 	UdevMountPath = "/host/run/udev"
 )
 
-func discoveryArgs(nodeName string, specs []discovery.ClassSpec, held []discovery.HeldPath) []string {
+// discoveryArgs returns the discover command; omitted counts the held paths
+// beyond report.MaxHeld, which the report carries so that the master
+// refuses what they could hide instead of forgetting them.
+func discoveryArgs(nodeName string, specs []discovery.ClassSpec, held []discovery.HeldPath, omitted int) []string {
 	classes, _ := json.Marshal(specs)
 	args := []string{"discover", "--node-name=" + nodeName, "--classes=" + string(classes)}
 	if len(held) > 0 {
 		b, _ := json.Marshal(held)
 		args = append(args, "--held-paths="+string(b))
+	}
+	if omitted > 0 {
+		args = append(args, "--held-omitted="+strconv.Itoa(omitted))
 	}
 	return args
 }
@@ -220,10 +227,11 @@ func classPath(cfg *config.Configuration, p string) string {
 }
 
 // discoverySecurityContext is that of a discovery container. With probes,
-// a class chooses disks by their properties, and opening a disk (O_EXCL,
-// to tell whether it is in use, then to read its first and last bytes)
-// needs the device cgroup's permission, which only a privileged container
-// has. Its /dev mount is read-only, but that does not stop a privileged
+// a class chooses disks by their properties or may hold block devices, and
+// opening a disk (O_EXCL, to tell whether it is in use, then to read its
+// first and last bytes; a plain Block class's new devices are checked as a
+// selector's disks are) needs the device cgroup's permission, which only a
+// privileged container has. Its /dev mount is read-only, but that does not stop a privileged
 // process from writing to a device node: discovery's code only reads.
 func discoverySecurityContext(probes bool) *v1.SecurityContext {
 	if probes {

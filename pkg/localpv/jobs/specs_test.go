@@ -84,8 +84,9 @@ func TestDiscoveryJobMountsEveryClassReadOnly(t *testing.T) {
 			t.Errorf("missing mount %s", p)
 		}
 	}
-	if len(j.Spec.Template.Spec.Containers) != 3 || ctr.SecurityContext.Privileged != nil {
-		t.Error("want 3 unprivileged shard containers")
+	// The blk class holds block devices, whose use discovery probes.
+	if len(j.Spec.Template.Spec.Containers) != 3 || ctr.SecurityContext.Privileged == nil || !*ctr.SecurityContext.Privileged {
+		t.Error("want 3 privileged shard containers")
 	}
 }
 
@@ -184,9 +185,29 @@ e2e: {hostDir: /mnt/disks/by-id, volumeMode: Block, blockCleanerCommand: [blkdis
 	if got := cps.Containers[0].Args[3]; got != "--path=/dev/disk/by-id/wwn-0x1" {
 		t.Errorf("path argument = %s", got)
 	}
-	plain := DiscoveryJob(p, testConfig(t, nil), "node-1", 1, nil).Spec.Template.Spec.Containers[0].SecurityContext
+	dirs := testConfig(t, map[string]string{config.KeyStorageClassMap: "fast: {hostDir: /mnt/fast, mountDir: /mnt/fast}\n"})
+	plain := DiscoveryJob(p, dirs, "node-1", 1, nil).Spec.Template.Spec.Containers[0].SecurityContext
 	if plain.Privileged != nil || plain.AllowPrivilegeEscalation == nil || *plain.AllowPrivilegeEscalation {
-		t.Errorf("discovery without disk selectors must stay unprivileged: %+v", plain)
+		t.Errorf("discovery of directories only must stay unprivileged: %+v", plain)
+	}
+}
+
+// TestDiscoveryOfPlainBlockClassesOpensDevices (N3 d): a Block class
+// without a disk selector has its new devices probed (O_EXCL, signatures)
+// like a selector's disks, which needs a privileged container; udev's
+// database is still mounted only for selectors.
+func TestDiscoveryOfPlainBlockClassesOpensDevices(t *testing.T) {
+	cfg := testConfig(t, map[string]string{config.KeyStorageClassMap: `
+blk: {hostDir: /mnt/blk, volumeMode: Block, blockCleanerCommand: [blkdiscard, "$(LOCAL_PV_BLKDEVICE)"]}
+`})
+	ps := DiscoveryJob(Params{Namespace: "ns", Image: "img", DiscoveryShards: 1}, cfg, "node-1", 1, nil).Spec.Template.Spec
+	if sc := ps.Containers[0].SecurityContext; sc.Privileged == nil || !*sc.Privileged {
+		t.Errorf("discovery of a plain Block class cannot open its devices: %+v", sc)
+	}
+	for _, v := range ps.Volumes {
+		if v.Name == "udev" {
+			t.Errorf("udev's database mounted without a selector: %+v", v)
+		}
 	}
 }
 
@@ -237,6 +258,41 @@ fast: {hostDir: /mnt/fast, mountDir: /lpv/fast}
 	}
 	if got, _ := HeldPaths(cfg, many); len(got) != report.MaxHeld {
 		t.Errorf("%d held paths passed, want at most %d", len(got), report.MaxHeld)
+	}
+}
+
+// TestDiscoveryJobCountsOmittedHeldPaths (N3 c): the held paths beyond
+// report.MaxHeld are not dropped silently: the Job is told how many were
+// left out, and its report carries the count to the master.
+func TestDiscoveryJobCountsOmittedHeldPaths(t *testing.T) {
+	cfg := testConfig(t, nil)
+	p := Params{Namespace: "ns", Image: "img", DiscoveryShards: 1}
+	for _, tc := range []struct {
+		name string
+		held int
+		want string
+	}{
+		{name: "64 held paths", held: report.MaxHeld},
+		{name: "65 held paths", held: report.MaxHeld + 1, want: "--held-omitted=1"},
+		{name: "100 held paths", held: 100, want: "--held-omitted=36"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			held := make([]string, tc.held)
+			for i := range held {
+				held[i] = fmt.Sprintf("/var/lib/other/pv%d", i)
+			}
+			for _, ctr := range DiscoveryJob(p, cfg, "node-1", 1, held).Spec.Template.Spec.Containers {
+				got := ""
+				for _, a := range ctr.Args {
+					if strings.HasPrefix(a, "--held-omitted=") {
+						got = a
+					}
+				}
+				if got != tc.want {
+					t.Errorf("container %s: %q, want %q", ctr.Name, got, tc.want)
+				}
+			}
+		})
 	}
 }
 

@@ -82,35 +82,42 @@ func checkDisks(r *Report) error {
 	}
 	for _, c := range r.Classes {
 		for _, v := range c.Volumes {
-			if err := checkVolumeIdentity(v.ID, v.Dev); err != nil {
+			if err := checkVolumeIdentity(v.ID, v.Dev, v.Whole); err != nil {
 				return fmt.Errorf("class %q volume %q: %w", c.Name, v.Name, err)
 			}
-			if v.Disk == nil {
-				continue
-			}
-			if err := checkDisk(v.Disk); err != nil {
-				return fmt.Errorf("class %q volume %q: %w", c.Name, v.Name, err)
+			for _, d := range []*Disk{v.Disk, v.Use} {
+				if d == nil {
+					continue
+				}
+				if err := checkDisk(d); err != nil {
+					return fmt.Errorf("class %q volume %q: %w", c.Name, v.Name, err)
+				}
 			}
 		}
 	}
 	if len(r.Held) > MaxHeld {
 		return fmt.Errorf("%d held paths exceed %d", len(r.Held), MaxHeld)
 	}
+	if r.HeldOmitted < 0 {
+		return fmt.Errorf("negative count of omitted held paths %d", r.HeldOmitted)
+	}
 	for _, h := range r.Held {
-		if err := checkVolumeIdentity(h.ID, h.Dev); err != nil {
+		if err := checkVolumeIdentity(h.ID, h.Dev, h.Whole); err != nil {
 			return fmt.Errorf("held path %q: %w", h.Path, err)
 		}
 	}
 	return nil
 }
 
-// checkVolumeIdentity checks the identity and device name a node reports.
-func checkVolumeIdentity(id identity.ID, dev string) error {
+// checkVolumeIdentity checks the identity and device names a node reports.
+func checkVolumeIdentity(id identity.ID, devs ...string) error {
 	if err := id.Valid(); err != nil {
 		return err
 	}
-	if len(dev) > 64 || strings.ContainsAny(dev, "/\x00 ") {
-		return fmt.Errorf("bad device name %q", dev)
+	for _, dev := range devs {
+		if len(dev) > 64 || strings.ContainsAny(dev, "/\x00 ") {
+			return fmt.Errorf("bad device name %q", dev)
+		}
 	}
 	return nil
 }

@@ -74,6 +74,9 @@ func TestDecodeRejectsBadDisks(t *testing.T) {
 		{name: "too many disks", mutate: func(r *Report) { r.Disks = inventoryReport(MaxDisks + 1).Disks }, want: "disks exceed"},
 		{name: "empty name", mutate: func(r *Report) { r.Disks[0].Name = "" }, want: "disk name is empty"},
 		{name: "negative size", mutate: func(r *Report) { r.Classes[0].Volumes[0].Disk.Size = -1 }, want: "negative size"},
+		{name: "a block entry's use without a name", mutate: func(r *Report) { r.Classes[0].Volumes[0].Use = &Disk{} }, want: "disk name is empty"},
+		{name: "a bad whole-disk name", mutate: func(r *Report) { r.Classes[0].Volumes[0].Whole = "../sdb" }, want: "bad device name"},
+		{name: "a negative count of omitted held paths", mutate: func(r *Report) { r.HeldOmitted = -1 }, want: "negative count"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -129,5 +132,18 @@ func TestEncodeDropsInventoryFirst(t *testing.T) {
 	}
 	if back.Disks != nil || back.DisksTotal != MaxDisks || len(back.Classes[0].Volumes) != 300 {
 		t.Errorf("got %d disks of %d and %d volumes", len(back.Disks), back.DisksTotal, len(back.Classes[0].Volumes))
+	}
+}
+
+// TestAllHeldStandsForTheOmitted (N3 c): held paths beyond MaxHeld are
+// one unresolved entry for the master, never nothing.
+func TestAllHeldStandsForTheOmitted(t *testing.T) {
+	held := []Held{{Path: "/a", ID: "fh:1.00"}}
+	if got := (&Report{Held: held}).AllHeld(); len(got) != 1 {
+		t.Errorf("AllHeld without omitted paths = %+v", got)
+	}
+	got := (&Report{Held: held, HeldOmitted: 2}).AllHeld()
+	if len(got) != 2 || got[0] != held[0] || got[1].Error != ErrHeldOmitted || got[1].Path != "2 more local PVs" {
+		t.Errorf("AllHeld = %+v, want the held path and one unresolved entry for 2 more", got)
 	}
 }

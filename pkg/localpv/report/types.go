@@ -1,6 +1,10 @@
 package report
 
-import "github.com/nodeplug/nodeplug/pkg/localpv/identity"
+import (
+	"fmt"
+
+	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
+)
 
 // Version is the report format version written by this package.
 const Version = 1
@@ -32,17 +36,41 @@ type Report struct {
 	// resolve (PVs of other provisioners, installations or classes), at
 	// most MaxHeld: what each path leads to now.
 	Held []Held `json:"held,omitempty"`
+	// HeldOmitted counts the node's other local PVs beyond MaxHeld, which
+	// the Job was not asked to resolve: a disk behind one of them cannot
+	// be ruled out (see AllHeld).
+	HeldOmitted int `json:"heldOmitted,omitempty"`
 }
 
 // MaxHeld bounds the held paths of one report.
 const MaxHeld = 64
 
+// ErrHeldOmitted is the error of the held entry that AllHeld adds for the
+// paths beyond MaxHeld.
+const ErrHeldOmitted = "not resolved: discovery resolves at most 64 paths of other local PVs per node"
+
+// AllHeld returns the held paths, and when some were omitted (HeldOmitted)
+// one more entry with ErrHeldOmitted that stands for them: never resolved,
+// so that a disk behind one of them is not published again.
+func (r *Report) AllHeld() []Held {
+	if r.HeldOmitted <= 0 {
+		return r.Held
+	}
+	out := append([]Held(nil), r.Held...)
+	return append(out, Held{Path: fmt.Sprintf("%d more local PVs", r.HeldOmitted), Error: ErrHeldOmitted})
+}
+
 // Held is what the path of a PV the master does not publish leads to.
 type Held struct {
 	// Path is the PV's path on the host, as the Job was given it.
 	Path string `json:"p"`
-	// Dev is the kernel name of the block device it resolves to, if any.
+	// Kind is what the path is, when it was resolved.
+	Kind VolumeKind `json:"k,omitempty"`
+	// Dev is the kernel name of the block device it resolves to, or for a
+	// directory the device its file system lives on, if any.
 	Dev string `json:"dev,omitempty"`
+	// Whole is the kernel name of the whole disk when Dev is a partition.
+	Whole string `json:"whole,omitempty"`
 	// ID is the identity of what it leads to (a disk, partition or
 	// directory), if known.
 	ID identity.ID `json:"id,omitempty"`
@@ -81,9 +109,18 @@ type Volume struct {
 	// identity); empty when it cannot be known.
 	ID identity.ID `json:"id,omitempty"`
 	// Dev is, for a block entry, the kernel name of the device it
-	// resolves to (sdb, sdb1, loop3), so that the master sees one disk
-	// reached under two paths.
+	// resolves to (sdb, sdb1, loop3), and for a directory the block device
+	// its file system lives on (none for tmpfs, btrfs and other file
+	// systems whose device number is not a block device's), so that the
+	// master sees one disk reached under two paths or as two kinds.
 	Dev string `json:"dev,omitempty"`
+	// Whole is the kernel name of the whole disk when Dev is a partition,
+	// so that a disk and its partitions are never both published.
+	Whole string `json:"whole,omitempty"`
+	// Use is, for a block entry of a class without a disk selector, how
+	// its device is in use (partitions, holders, busy, signature), as
+	// discovery probes it; the master publishes a new one only when unused.
+	Use *Disk `json:"use,omitempty"`
 }
 
 // Skipped is an entry that matched but was not published.

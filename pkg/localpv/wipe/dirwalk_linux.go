@@ -40,10 +40,30 @@ func removeBelow(dir string, openat2 bool) (entries, failed int, err error) {
 	if err != nil {
 		return 0, 0, fmt.Errorf("failed to open %s: %w", dir, err)
 	}
+	return removeBelowFD(fd, dir, openat2)
+}
+
+// removeContentsOf removes every entry of the open directory f, named dir
+// in messages. It never resolves dir: what f is, is what is emptied.
+func removeContentsOf(f *os.File, dir string) (entries, failed int, err error) {
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return 0, 0, fmt.Errorf("failed to duplicate the descriptor of %s: %w", dir, err)
+	}
+	return removeBelowFD(fd, dir, true)
+}
+
+// removeBelowFD removes every entry of the open directory fd, named dir in
+// messages, and closes fd.
+func removeBelowFD(fd int, dir string, openat2 bool) (entries, failed int, err error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		_ = unix.Close(fd)
 		return 0, 0, fmt.Errorf("failed to stat %s: %w", dir, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		_ = unix.Close(fd)
+		return 0, 0, fmt.Errorf("refusing to clean %s: not a directory", dir)
 	}
 	w := &walker{dev: st.Dev, mount: mountID(fd), openat2: openat2}
 	var errs []error

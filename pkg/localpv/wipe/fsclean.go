@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
@@ -21,7 +22,8 @@ var ErrOtherFileSystem = errors.New("another file system is mounted there")
 
 // CleanDirectory removes every entry below dir and keeps dir itself. It is
 // the provisioner's one directory cleaner: the cleanup Job empties
-// Filesystem volumes with it, and fsclean.sh is it.
+// Filesystem volumes with it (through CleanDirectoryFile), fsclean.sh is it,
+// and the default class's CSI driver deletes its volumes with it.
 //
 // It refuses, before it removes anything: a path that is not clean and
 // absolute, the root directory, a path that is not a directory (a symlink to
@@ -34,6 +36,58 @@ var ErrOtherFileSystem = errors.New("another file system is mounted there")
 // system), is neither entered nor removed and fails the clean with
 // ErrOtherFileSystem. Every other entry is still removed.
 func CleanDirectory(ctx context.Context, dir, mountInfo string) error {
+	if err := checkCleanPath(dir); err != nil {
+		return err
+	}
+	f, err := OpenDirectory(dir)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }()
+	return CleanDirectoryFile(ctx, f, mountInfo)
+}
+
+// OpenDirectory opens the directory dir for CleanDirectoryFile without
+// following a symlink at its last element.
+func OpenDirectory(dir string) (*os.File, error) {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("failed to stat %s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("refusing to clean %s: not a directory (mode %s)", dir, fi.Mode())
+	}
+	f, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, fmt.Errorf("failed to open %s: %w", dir, err)
+	}
+	return f, nil
+}
+
+// CleanDirectoryFile is CleanDirectory on the open directory f, whose name
+// is its path: the walk starts at f, so what a caller checked on f (its
+// identity, say) is what is emptied, even if the path leads elsewhere by
+// now. Mounts below the path refuse the clean as in CleanDirectory.
+func CleanDirectoryFile(ctx context.Context, f *os.File, mountInfo string) error {
+	dir := f.Name()
+	if err := checkCleanPath(dir); err != nil {
+		return err
+	}
+	if below, err := mountedBelow(dir, mountInfo); err != nil || len(below) > 0 {
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("refusing to clean %s: %s is mounted below it; unmount it first", dir, below[0])
+	}
+	entries, failed, err := removeContentsOf(f, dir)
+	if err != nil {
+		return fmt.Errorf("failed to remove %d of %d entries of %s: %w", failed, entries, dir, err)
+	}
+	klog.FromContext(ctx).Info("Removed directory contents", "directory", dir, "entries", entries)
+	return nil
+}
+
+func checkCleanPath(dir string) error {
 	switch {
 	case dir == "":
 		return errors.New("refusing to clean an empty path")
@@ -42,24 +96,6 @@ func CleanDirectory(ctx context.Context, dir, mountInfo string) error {
 	case dir == "/":
 		return errors.New("refusing to clean the root directory")
 	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return fmt.Errorf("failed to stat %s: %w", dir, err)
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("refusing to clean %s: not a directory (mode %s)", dir, fi.Mode())
-	}
-	if below, err := mountedBelow(dir, mountInfo); err != nil || len(below) > 0 {
-		if err != nil {
-			return err
-		}
-		return fmt.Errorf("refusing to clean %s: %s is mounted below it; unmount it first", dir, below[0])
-	}
-	entries, failed, err := removeContents(dir)
-	if err != nil {
-		return fmt.Errorf("failed to remove %d of %d entries of %s: %w", failed, entries, dir, err)
-	}
-	klog.FromContext(ctx).Info("Removed directory contents", "directory", dir, "entries", entries)
 	return nil
 }
 

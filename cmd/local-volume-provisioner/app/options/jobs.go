@@ -31,6 +31,7 @@ type DiscoverOptions struct {
 	TerminationLog string
 	MountInfo      string
 	HeldJSON       string
+	HeldOmitted    int
 
 	// Classes and Held are filled by Validate.
 	Classes []discovery.ClassSpec
@@ -52,6 +53,7 @@ func (o *DiscoverOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.TerminationLog, "termination-log", o.TerminationLog, "File the report is written to.")
 	fs.StringVar(&o.MountInfo, "mountinfo", o.MountInfo, "Mount table to read.")
 	fs.StringVar(&o.HeldJSON, "held-paths", o.HeldJSON, fmt.Sprintf(`JSON list of the node's other local PV paths to resolve, [{"p":"<host path>","c":"<path in this container, or empty>"}], at most %d, written by the master.`, report.MaxHeld))
+	fs.IntVar(&o.HeldOmitted, "held-omitted", o.HeldOmitted, "Number of the node's other local PV paths beyond --held-paths' limit, which the report counts so that the master refuses to publish what they could hide.")
 }
 
 // Validate checks the flags and decodes --classes and --held-paths.
@@ -80,6 +82,9 @@ func (o *DiscoverOptions) Validate() error {
 }
 
 func (o *DiscoverOptions) validateHeld() error {
+	if o.HeldOmitted < 0 {
+		return errors.New("--held-omitted must not be negative")
+	}
 	if o.HeldJSON == "" {
 		return nil
 	}

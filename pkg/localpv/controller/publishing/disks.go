@@ -58,16 +58,25 @@ func labelValue(s string) string {
 // diskUnusable tells the admin why a disk that matches its class gets no PV
 // and returns true. A disk that already has its PV is never checked here:
 // its user may have written a file system on it.
+//
+// A block entry of a class without a selector (a link an admin made) is
+// checked the same way, by how discovery found its device in use
+// (report.Volume.Use): partitions, holders, busy, a signature; a device
+// linked by hand is no more free to wipe than one a selector chose.
 func (p *publisher) diskUnusable(node *v1.Node, v validation.Volume) bool {
-	if v.Volume.Disk == nil || v.Config.DiskSelector == nil {
-		return false
+	var reason string
+	d := v.Volume.Disk
+	switch {
+	case d != nil && v.Config.DiskSelector != nil:
+		reason = v.Config.DiskSelector.Skip(d)
+	case v.Volume.Kind == report.KindBlock && v.Volume.Use != nil && v.Config.DiskSelector == nil:
+		d = v.Volume.Use
+		reason = (&config.DiskSelector{}).Skip(d)
 	}
-	reason := v.Config.DiskSelector.Skip(v.Volume.Disk)
 	if reason == "" {
 		return false
 	}
 	metrics.SkippedDisks.WithLabelValues(v.Class, reason).Inc()
-	d := v.Volume.Disk
 	p.Recorder.Eventf(node, v1.EventTypeWarning, "DiskSkipped",
 		"Disk %s (%s) matches class %s but is not published: %s (signature %s, %d partitions, %d holders, busy %t); %s",
 		d.Name, v.HostPath, v.Class, reason, d.Signature, d.Partitions, d.Holders, d.Busy, skipFix(reason, v.HostPath))

@@ -3,7 +3,9 @@
 // matched by what it is (its identity), not by its path: a path that leads
 // to another disk than its PV's marks or drops that PV, a disk of a replaced
 // machine's PV is handed over or dropped, a disk already behind a PV (the
-// master's or anyone's) is never published again, and nothing is published
+// master's or anyone's; as a whole disk, one of its partitions, or the
+// device of a directory's file system, see once.go) is never published
+// again, a new block device in use is not published, and nothing is published
 // while a cleanup of the path has not succeeded or the disk is remembered
 // as unwiped (it is wiped first). It also deletes or marks the PVs whose
 // volumes the report no longer lists. The rules are in

@@ -31,13 +31,23 @@ func diskOf(pv *v1.PersistentVolume) identity.ID {
 }
 
 // takenDisks are the disks of a node that already have a PV: by identity
-// and by kernel device name, with who holds each.
+// and by kernel device name, with who holds each (see once.go).
 type takenDisks struct {
 	ids  map[identity.ID]string
 	devs map[string]string
+	// partsOf maps the identity of a whole disk to who holds one of its
+	// partitions.
+	partsOf map[identity.ID]string
+	// fsDevs are the devices that held directories' file systems live on;
+	// blockWholes and fsWholes the whole disks of held partitions.
+	fsDevs, blockWholes, fsWholes map[string]string
 	// unresolved are held paths discovery could not resolve: a disk behind
 	// one of them cannot be ruled out.
 	unresolved []string
+	// omitted is set when discovery was not asked to resolve some held
+	// paths (more than report.MaxHeld): no volume of any kind can be ruled
+	// out from being behind one of them.
+	omitted bool
 	// unwiped are the disks of PVs dropped without a wipe.
 	unwiped map[string]unwiped.Disk
 	// at holds the master's PVs at each reported path, looked up once.
@@ -54,26 +64,6 @@ func (t *takenDisks) unwipedFor(node string, id identity.ID) (string, unwiped.Di
 	return key, d, ok && d.ID == id
 }
 
-// diskTaken returns who already holds a volume's disk, or "".
-func (t *takenDisks) holder(v validation.Volume) string {
-	if who, ok := t.ids[v.Volume.ID]; ok && v.Volume.ID != "" {
-		return who
-	}
-	if who, ok := t.devs[v.Volume.Dev]; ok && v.Volume.Dev != "" {
-		return who
-	}
-	return ""
-}
-
-func (t *takenDisks) add(v validation.Volume, who string) {
-	if v.Volume.ID != "" {
-		t.ids[v.Volume.ID] = who
-	}
-	if v.Volume.Dev != "" {
-		t.devs[v.Volume.Dev] = who
-	}
-}
-
 // takenOn collects the disks of a node that have a PV: the identities the
 // master's PVs on the node record, the devices behind the reported paths
 // that keep their PV, and what the other local PVs' paths lead to.
@@ -88,8 +78,8 @@ func (p *publisher) takenOn(ctx context.Context, node *v1.Node, res *validation.
 		return nil, err
 	}
 	for _, pv := range pvs {
-		if id := diskOf(pv); id != "" && !goingUnused(pv) {
-			t.ids[id] = "PV " + pv.Name
+		if !goingUnused(pv) {
+			t.takeID(diskOf(pv), "PV "+pv.Name)
 		}
 	}
 	for _, v := range res.Accepted {
@@ -99,8 +89,8 @@ func (p *publisher) takenOn(ctx context.Context, node *v1.Node, res *validation.
 		}
 		t.at[v.HostPath] = at
 		for _, pv := range at {
-			if identity.Compare(diskOf(pv), v.Volume.ID) != identity.Different && v.Volume.Dev != "" {
-				t.devs[v.Volume.Dev] = "PV " + pv.Name
+			if identity.Compare(diskOf(pv), v.Volume.ID) != identity.Different {
+				t.takeDevice(v.Volume.Kind, v.Volume.Dev, v.Volume.Whole, "PV "+pv.Name)
 			}
 		}
 	}
@@ -109,13 +99,10 @@ func (p *publisher) takenOn(ctx context.Context, node *v1.Node, res *validation.
 		switch {
 		case h.Error != "":
 			t.unresolved = append(t.unresolved, h.Path+" ("+h.Error+")")
+			t.omitted = t.omitted || h.Error == report.ErrHeldOmitted
 		default:
-			if h.ID != "" {
-				t.ids[h.ID] = who
-			}
-			if h.Dev != "" {
-				t.devs[h.Dev] = who
-			}
+			t.takeID(h.ID, who)
+			t.takeDevice(h.Kind, h.Dev, h.Whole, who)
 		}
 	}
 	return t, nil
@@ -134,6 +121,11 @@ func (p *publisher) mayPublish(node *v1.Node, v validation.Volume, t *takenDisks
 	case who != "":
 		p.skipDisk(node, v, "DiskAlreadyPublished", fmt.Sprintf("its disk (%s) is already behind %s; a disk is published once, "+
 			"under one path", v.Volume.ID, who))
+		return false
+	case t.omitted:
+		p.skipDisk(node, v, "HeldPathUnresolved", fmt.Sprintf("the node has more local PVs of other provisioners, "+
+			"installations or classes than discovery resolves (%d), so the disk may already be behind one of them; nothing new "+
+			"is published on the node until some of those PVs are deleted", report.MaxHeld))
 		return false
 	case v.Volume.Kind == report.KindBlock && len(t.unresolved) > 0:
 		p.skipDisk(node, v, "HeldPathUnresolved", fmt.Sprintf("discovery could not resolve the path of another local PV "+
