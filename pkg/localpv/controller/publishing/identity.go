@@ -5,11 +5,11 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvstate"
 	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
@@ -210,10 +210,8 @@ func (p *publisher) matchOwnPath(ctx context.Context, pv *v1.PersistentVolume, v
 // recordDisk stamps a PV published before disks were recorded with the
 // identity of the disk its path leads to now.
 func (p *publisher) recordDisk(ctx context.Context, pv *v1.PersistentVolume, id identity.ID) error {
-	cp := pv.DeepCopy()
-	cp.Annotations[jobs.AnnDiskID] = string(id)
-	if _, err := p.Kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("failed to record the disk of PV %s: %w", pv.Name, err)
+	if _, _, err := p.Marks.Apply(ctx, pv, pvstate.StampDisk(id)); err != nil {
+		return err
 	}
 	klog.FromContext(ctx).V(2).Info("Recorded the disk of a PV", "pv", pv.Name, "disk", id)
 	return nil
@@ -233,17 +231,8 @@ func (p *publisher) diskChanged(ctx context.Context, pv *v1.PersistentVolume, v 
 			path, v.Volume.ID, diskOf(pv))
 		return p.Ops.Delete(ctx, pv, true, "disk_replaced")
 	}
-	if _, ok := pv.Annotations[jobs.AnnDiskReplaced]; ok {
-		return nil
-	}
-	cp := pv.DeepCopy()
-	cp.Annotations[jobs.AnnDiskReplaced] = p.Clock.Now().UTC().Format("2006-01-02T15:04:05Z")
-	if cp.Labels == nil {
-		cp.Labels = map[string]string{}
-	}
-	cp.Labels[jobs.LabelDiskReplaced] = "true"
-	if _, err := p.Kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("failed to mark PV %s disk-replaced: %w", pv.Name, err)
+	if _, marked, err := p.Marks.Apply(ctx, pv, pvstate.MarkDiskReplaced); err != nil || !marked {
+		return err
 	}
 	p.MarksChanged()
 	metrics.DiskReplacements.Inc()
@@ -260,11 +249,8 @@ func (p *publisher) unmarkDiskReplaced(ctx context.Context, pv *v1.PersistentVol
 	if _, ok := pv.Annotations[jobs.AnnDiskReplaced]; !ok {
 		return nil
 	}
-	cp := pv.DeepCopy()
-	delete(cp.Annotations, jobs.AnnDiskReplaced)
-	delete(cp.Labels, jobs.LabelDiskReplaced)
-	if _, err := p.Kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("failed to clear the disk-replaced mark of PV %s: %w", pv.Name, err)
+	if _, _, err := p.Marks.Apply(ctx, pv, pvstate.ClearDiskReplaced); err != nil {
+		return err
 	}
 	p.MarksChanged()
 	p.Recorder.Eventf(pv, v1.EventTypeNormal, "DiskMatched", "The PV's disk is at %s again; pods may use it", pv.Annotations[jobs.AnnHostPath])
@@ -276,12 +262,8 @@ func (p *publisher) unmarkDiskReplaced(ctx context.Context, pv *v1.PersistentVol
 // its path proves to lead to the same disk: a re-imaged node, a regenerated
 // machine ID. No second PV is published for the disk.
 func (p *publisher) adoptDisk(ctx context.Context, node *v1.Node, pv *v1.PersistentVolume, rec, cur machine.Identity) error {
-	cp := pv.DeepCopy()
-	machine.Set(cp, cur)
-	delete(cp.Annotations, jobs.AnnMachineReplaced)
-	delete(cp.Labels, jobs.LabelMachineReplaced)
-	if _, err := p.Kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("failed to hand PV %s to the new machine: %w", pv.Name, err)
+	if _, _, err := p.Marks.Apply(ctx, pv, pvstate.AdoptMachine(cur.ID, cur.UUID)); err != nil {
+		return err
 	}
 	p.MarksChanged()
 	p.VolumeChanged(pv.Labels[jobs.LabelVolumeID])

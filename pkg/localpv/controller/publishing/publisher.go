@@ -15,6 +15,7 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvstate"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
@@ -215,13 +216,8 @@ func (p *publisher) handleVanished(ctx context.Context, node *v1.Node, res *vali
 
 // markMissing annotates a used PV whose disk is gone, and warns once.
 func (p *publisher) markMissing(ctx context.Context, pv *v1.PersistentVolume) error {
-	if _, ok := pv.Annotations[jobs.AnnVolumeMissing]; ok {
-		return nil
-	}
-	cp := pv.DeepCopy()
-	cp.Annotations[jobs.AnnVolumeMissing] = p.Clock.Now().UTC().Format("2006-01-02T15:04:05Z")
-	if _, err := p.Kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("failed to mark PV %s missing: %w", pv.Name, err)
+	if _, marked, err := p.Marks.Apply(ctx, pv, pvstate.MarkMissing); err != nil || !marked {
+		return err
 	}
 	p.recountMissing(pv.Name, true)
 	msg := fmt.Sprintf("Disk at %s was not found on node %s; the PV is kept because it is %s",
@@ -233,13 +229,8 @@ func (p *publisher) markMissing(ctx context.Context, pv *v1.PersistentVolume) er
 
 // clearMissing removes the missing mark of a PV whose disk is back.
 func (p *publisher) clearMissing(ctx context.Context, pv *v1.PersistentVolume) error {
-	if _, ok := pv.Annotations[jobs.AnnVolumeMissing]; !ok {
-		return nil
-	}
-	cp := pv.DeepCopy()
-	delete(cp.Annotations, jobs.AnnVolumeMissing)
-	if _, err := p.Kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("failed to clear missing mark of PV %s: %w", pv.Name, err)
+	if _, cleared, err := p.Marks.Apply(ctx, pv, pvstate.ClearMissing); err != nil || !cleared {
+		return err
 	}
 	p.recountMissing(pv.Name, false)
 	p.Recorder.Eventf(pv, v1.EventTypeNormal, "VolumeFound", "Disk at %s is back", pv.Annotations[jobs.AnnHostPath])
