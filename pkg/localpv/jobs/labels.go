@@ -68,6 +68,10 @@ const (
 	AnnClassOwner = prefix + "owner"
 	// LabelDiskReplaced ("true") selects the PVs marked with AnnDiskReplaced.
 	LabelDiskReplaced = prefix + "disk-replaced"
+	// AnnDiskFound, next to AnnDiskReplaced, is the identity of the disk
+	// the PV's path leads to instead of its own, so that every message
+	// can name whose disk it is.
+	AnnDiskFound = prefix + "disk-found"
 
 	// AnnNodeGone is set on a bound PV whose Node was deleted and did not
 	// come back within its class's releaseClaimsOfDeletedNodesAfter, with

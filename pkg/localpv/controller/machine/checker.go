@@ -154,11 +154,11 @@ func (c *checker) mark(ctx context.Context, node *v1.Node, pv *v1.PersistentVolu
 		return err
 	}
 	c.MarksChanged()
-	msg := fmt.Sprintf("Node %s now runs on another machine (%s) than this PV's disk (%s); the PV is kept", node.Name, cur, rec)
+	msg := fmt.Sprintf("Node %s runs on a new machine (%s); the PV is kept", node.Name, cur)
 	if c.BlockPods {
-		msg += " and new pods using its claim are refused; delete the claim, or set the PV's " + jobs.AnnMachineID +
-			" and " + jobs.AnnSystemUUID + " annotations to the new machine's to accept its disk"
+		msg += " and new pods using its claim are refused"
 	}
+	msg += ": " + pvstate.MachineReplacedCause(node.Name, pv.Annotations[jobs.AnnHostPath], rec.String())
 	c.Recorder.Eventf(pv, v1.EventTypeWarning, "MachineReplaced", "%s", msg)
 	c.Ops.WarnClaim(ctx, pv, "MachineReplaced", msg, v1.VolumeHealthDataLoss)
 	return nil

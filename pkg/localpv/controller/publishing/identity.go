@@ -152,14 +152,15 @@ func (p *publisher) skipDisk(node *v1.Node, v validation.Volume, reason, why str
 // matchPath decides what a reported volume means for the master's PVs at its
 // path. It returns done when the path is settled (a PV is the volume's, or
 // the path must stay unpublished); otherwise the volume may get a new PV.
-func (p *publisher) matchPath(ctx context.Context, node *v1.Node, v validation.Volume, pvs []*v1.PersistentVolume) (bool, error) {
+func (p *publisher) matchPath(ctx context.Context, node *v1.Node, v validation.Volume, t *takenDisks) (bool, error) {
+	pvs := t.at[v.HostPath]
 	cur := machine.Of(node)
 	// This machine's PVs (or PVs whose machine is not recorded) first.
 	for _, pv := range pvs {
 		if machine.Recorded(pv).Differs(cur) {
 			continue
 		}
-		return true, p.matchOwnPath(ctx, pv, v)
+		return true, p.matchOwnPath(ctx, pv, v, t)
 	}
 	for _, pv := range pvs {
 		rec := machine.Recorded(pv)
@@ -175,9 +176,10 @@ func (p *publisher) matchPath(ctx context.Context, node *v1.Node, v validation.V
 			}
 		default:
 			p.skipDisk(node, v, "DiskIdentityUnknown", fmt.Sprintf("PV %s of the machine that ran under this node name before "+
-				"(%s) is at this path, and its disk (%q) cannot be proven to be, or not to be, the disk there now (%q); if it is "+
-				"the same disk, set the PV's %s and %s annotations to the new machine's, if not, delete PV %s",
-				pv.Name, rec, diskOf(pv), v.Volume.ID, jobs.AnnMachineID, jobs.AnnSystemUUID, pv.Name))
+				"(%s) is at this path, and its disk (%q) cannot be proven to be, or not to be, the disk there now (%q); the PV "+
+				"stays marked and nothing is published at the path. If the node was re-imaged with its disks kept, restore its "+
+				"old machine ID; if the disk there is another one, delete the claim and PV %s",
+				pv.Name, rec, diskOf(pv), v.Volume.ID, pv.Name))
 			return true, nil
 		}
 	}
@@ -186,7 +188,7 @@ func (p *publisher) matchPath(ctx context.Context, node *v1.Node, v validation.V
 
 // matchOwnPath handles this machine's PV at a reported path: the same disk
 // keeps it; another disk marks it and gets no PV while it exists.
-func (p *publisher) matchOwnPath(ctx context.Context, pv *v1.PersistentVolume, v validation.Volume) error {
+func (p *publisher) matchOwnPath(ctx context.Context, pv *v1.PersistentVolume, v validation.Volume, t *takenDisks) error {
 	switch identity.Compare(diskOf(pv), v.Volume.ID) {
 	case identity.Same:
 		if err := p.unmarkDiskReplaced(ctx, pv); err != nil {
@@ -204,7 +206,7 @@ func (p *publisher) matchOwnPath(ctx context.Context, pv *v1.PersistentVolume, v
 			return nil // nothing proves a change; the PV stays as it is
 		}
 	}
-	return p.diskChanged(ctx, pv, v)
+	return p.diskChanged(ctx, pv, v, t)
 }
 
 // recordDisk stamps a PV published before disks were recorded with the
@@ -221,7 +223,7 @@ func (p *publisher) recordDisk(ctx context.Context, pv *v1.PersistentVolume, id 
 // than its PV's. An unused PV goes (its disk is gone); a released one is
 // left to its cleanup Job, whose identity check wipes nothing; a used one is
 // kept and marked, and its claim's new pods are refused.
-func (p *publisher) diskChanged(ctx context.Context, pv *v1.PersistentVolume, v validation.Volume) error {
+func (p *publisher) diskChanged(ctx context.Context, pv *v1.PersistentVolume, v validation.Volume, t *takenDisks) error {
 	path := pv.Annotations[jobs.AnnHostPath]
 	switch {
 	case pv.DeletionTimestamp != nil, pvops.Cleanable(pv):
@@ -231,14 +233,16 @@ func (p *publisher) diskChanged(ctx context.Context, pv *v1.PersistentVolume, v 
 			path, v.Volume.ID, diskOf(pv))
 		return p.Ops.Delete(ctx, pv, true, "disk_replaced")
 	}
-	if _, marked, err := p.Marks.Apply(ctx, pv, pvstate.MarkDiskReplaced); err != nil || !marked {
+	_, wasMarked := pv.Annotations[jobs.AnnDiskReplaced]
+	if _, marked, err := p.Marks.Apply(ctx, pv, pvstate.MarkDiskReplaced(v.Volume.ID)); err != nil || !marked {
 		return err
 	}
 	p.MarksChanged()
-	metrics.DiskReplacements.Inc()
-	msg := fmt.Sprintf("The path %s now leads to another disk (%s) than this PV's (%s); the PV is kept, nothing is published at "+
-		"the path while it exists, and new pods of its claim are refused; put the PV's disk back, or delete the claim and the PV",
-		path, v.Volume.ID, diskOf(pv))
+	if !wasMarked {
+		metrics.DiskReplacements.Inc()
+	}
+	msg := "The PV is kept, nothing is published at its path while it exists, and new pods of its claim are refused: " +
+		pvstate.DiskReplacedCause(path, diskOf(pv), v.Volume.ID, t.ids[v.Volume.ID])
 	p.Recorder.Eventf(pv, v1.EventTypeWarning, "DiskReplaced", "%s", msg)
 	p.Ops.WarnClaim(ctx, pv, "DiskReplaced", msg, v1.VolumeHealthDataLoss)
 	return nil

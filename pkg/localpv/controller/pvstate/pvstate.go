@@ -115,10 +115,6 @@ var (
 	MarkMissing = mark("mark missing", jobs.AnnVolumeMissing, "")
 	// ClearMissing: its disk is back.
 	ClearMissing = unmark("clear the missing mark of", jobs.AnnVolumeMissing, "")
-	// MarkDiskReplaced: a used PV whose path leads to another disk.
-	MarkDiskReplaced = mark("mark disk-replaced", jobs.AnnDiskReplaced, jobs.LabelDiskReplaced)
-	// ClearDiskReplaced: its disk is at its path again.
-	ClearDiskReplaced = unmark("clear the disk-replaced mark of", jobs.AnnDiskReplaced, jobs.LabelDiskReplaced)
 	// MarkMachineReplaced: a used PV of a machine its node name no longer
 	// runs on.
 	MarkMachineReplaced = mark("mark machine-replaced", jobs.AnnMachineReplaced, jobs.LabelMachineReplaced)
@@ -127,6 +123,23 @@ var (
 	// ClearNodeGone: the PV's Node is back on the PV's machine.
 	ClearNodeGone = unmark("clear the node-gone mark of", jobs.AnnNodeGone, "")
 )
+
+// MarkDiskReplaced: a used PV whose path leads to another disk, found.
+// The time of the first mark is kept; the disk found is updated.
+func MarkDiskReplaced(found identity.ID) Transition {
+	marked := mark("", jobs.AnnDiskReplaced, jobs.LabelDiskReplaced).apply
+	return Transition{Name: "mark disk-replaced", apply: func(pv *v1.PersistentVolume, now time.Time) bool {
+		changed := marked(pv, now)
+		return set(pv.Annotations, jobs.AnnDiskFound, string(found)) || changed
+	}}
+}
+
+// ClearDiskReplaced: its disk is at its path again.
+var ClearDiskReplaced = Transition{Name: "clear the disk-replaced mark of", apply: func(pv *v1.PersistentVolume, now time.Time) bool {
+	_, found := pv.Annotations[jobs.AnnDiskFound]
+	delete(pv.Annotations, jobs.AnnDiskFound)
+	return unmark("", jobs.AnnDiskReplaced, jobs.LabelDiskReplaced).apply(pv, now) || found
+}}
 
 // MarkNodeGone: a bound PV whose Node was deleted at since and did not
 // come back, before its claim is released.
