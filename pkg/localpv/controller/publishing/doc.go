@@ -4,8 +4,9 @@
 // to another disk than its PV's marks or drops that PV, a disk of a replaced
 // machine's PV is handed over or dropped, a disk already behind a PV (the
 // master's or anyone's) is never published again, and nothing is published
-// while a cleanup of the path has not succeeded or the disk is remembered
-// as unwiped (it is wiped first). It also deletes or marks the PVs whose
+// while a cleanup of the path has not succeeded; a disk remembered as
+// unwiped gets a held PV, which no claim binds and nothing wipes until an
+// admin says so. Publishing creates no Job. It also deletes or marks the PVs whose
 // volumes the report no longer lists. The rules are in
 // pkg/localpv/README.md ("PVs", "Disk identity").
 package publishing

@@ -197,10 +197,7 @@ func (p *publisher) matchOwnPath(ctx context.Context, pv *v1.PersistentVolume, v
 		return p.clearMissing(ctx, pv)
 	case identity.Unknown:
 		if diskOf(pv) == "" && v.Volume.ID != "" {
-			if err := p.recordDisk(ctx, pv, v.Volume.ID); err != nil {
-				return err
-			}
-			return p.clearMissing(ctx, pv)
+			return p.stampDisk(ctx, pv, v)
 		}
 		if v.Volume.ID == "" {
 			return nil // nothing proves a change; the PV stays as it is
@@ -209,13 +206,35 @@ func (p *publisher) matchOwnPath(ctx context.Context, pv *v1.PersistentVolume, v
 	return p.diskChanged(ctx, pv, v, t)
 }
 
-// recordDisk stamps a PV published before disks were recorded with the
-// identity of the disk its path leads to now.
-func (p *publisher) recordDisk(ctx context.Context, pv *v1.PersistentVolume, id identity.ID) error {
-	if _, _, err := p.Marks.Apply(ctx, pv, pvstate.StampDisk(id)); err != nil {
+// stampDisk records the disk a PV published before disks were recorded
+// leads to, only where it is the PV's own beyond doubt: the PV is Available
+// (never claimed) or Bound and its path was reported without a gap (it is not marked
+// missing). A Released or missing PV is never stamped with whatever is at
+// its path (a disk swapped meanwhile would then be wiped): it waits for an
+// admin, with a CleanupRefused Event. An admin's wipe action on a Released
+// PV records the disk there now, so that it is wiped.
+func (p *publisher) stampDisk(ctx context.Context, pv *v1.PersistentVolume, v validation.Volume) error {
+	missing, isMissing := pv.Annotations[jobs.AnnVolumeMissing]
+	inUse := !isMissing && (pvops.Unclaimed(pv) || pv.Status.Phase == v1.VolumeBound)
+	wipe := pvops.Cleanable(pv) && pvstate.AdminAction(pv) == jobs.AdminActionWipe
+	if !inUse && !wipe {
+		why := fmt.Sprintf("it is %s", pv.Status.Phase)
+		if isMissing {
+			why = "its disk was missing since " + missing
+		}
+		p.Recorder.Eventf(pv, v1.EventTypeWarning, "CleanupRefused", "The PV records no disk identity and %s, so the disk at "+
+			"its path %s now (%s) is not taken for its own and is never wiped for it; check what is there: once the PV is "+
+			"Released, set the annotation %s=%s on it to wipe that disk, or wipe it yourself and delete the PV",
+			why, v.HostPath, v.Volume.ID, jobs.AnnAdminAction, jobs.AdminActionWipe)
+		return nil
+	}
+	if _, _, err := p.Marks.Apply(ctx, pv, pvstate.StampDisk(v.Volume.ID)); err != nil {
 		return err
 	}
-	klog.FromContext(ctx).V(2).Info("Recorded the disk of a PV", "pv", pv.Name, "disk", id)
+	klog.FromContext(ctx).V(2).Info("Recorded the disk of a PV", "pv", pv.Name, "disk", v.Volume.ID, "adminWipe", wipe)
+	if wipe {
+		p.VolumeChanged(pv.Labels[jobs.LabelVolumeID])
+	}
 	return nil
 }
 

@@ -72,7 +72,7 @@ func (p *publisher) publish(ctx context.Context, node *v1.Node, hostname string,
 		return err
 	}
 	if key, d, ok := taken.unwipedFor(node.Name, v.Volume.ID); ok {
-		return p.wipeReturnedDisk(ctx, node, v, key, d)
+		return p.holdReturnedDisk(ctx, node, hostname, v, key, d, taken)
 	}
 	if p.diskUnusable(node, v) || !p.mayPublish(node, v, taken) {
 		return nil
