@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -83,19 +84,8 @@ func (p *publisher) publish(ctx context.Context, node *v1.Node, hostname string,
 		}
 		return err
 	}
-	sc, err := p.Classes.Get(v.Class)
-	if apierrors.IsNotFound(err) {
-		p.Recorder.Eventf(node, v1.EventTypeWarning, "StorageClassNotFound", "StorageClass %s does not exist; volume %s is not published", v.Class, v.HostPath)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if sc.ReclaimPolicy != nil && *sc.ReclaimPolicy == v1.PersistentVolumeReclaimRecycle {
-		p.Recorder.Eventf(node, v1.EventTypeWarning, "UnsupportedReclaimPolicy", "StorageClass %s uses Recycle; use Delete or Retain", v.Class)
-		return nil
-	}
-	if mine, err := p.claimClass(ctx, sc); err != nil || !mine {
+	sc, err := p.ownClass(ctx, node, v)
+	if err != nil || sc == nil {
 		return err
 	}
 	pv := p.buildPV(node, hostname, id, v, sc.ReclaimPolicy, sc.MountOptions)
@@ -109,6 +99,27 @@ func (p *publisher) publish(ctx context.Context, node *v1.Node, hostname string,
 	metrics.PVsCreated.WithLabelValues(v.Class).Inc()
 	logger.V(2).Info("Created PV", "pv", pv.Name, "path", v.HostPath, "class", v.Class, "disk", v.Volume.ID)
 	return nil
+}
+
+// ownClass returns the StorageClass of a volume when this master may
+// publish into it, or nil (with an Event saying why) when it may not.
+func (p *publisher) ownClass(ctx context.Context, node *v1.Node, v validation.Volume) (*storagev1.StorageClass, error) {
+	sc, err := p.Classes.Get(v.Class)
+	if apierrors.IsNotFound(err) {
+		p.Recorder.Eventf(node, v1.EventTypeWarning, "StorageClassNotFound", "StorageClass %s does not exist; volume %s is not published", v.Class, v.HostPath)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if sc.ReclaimPolicy != nil && *sc.ReclaimPolicy == v1.PersistentVolumeReclaimRecycle {
+		p.Recorder.Eventf(node, v1.EventTypeWarning, "UnsupportedReclaimPolicy", "StorageClass %s uses Recycle; use Delete or Retain", v.Class)
+		return nil, nil
+	}
+	if mine, err := p.claimClass(ctx, sc); err != nil || !mine {
+		return nil, err
+	}
+	return sc, nil
 }
 
 func (p *publisher) buildPV(node *v1.Node, hostname, id string, v validation.Volume, reclaim *v1.PersistentVolumeReclaimPolicy,

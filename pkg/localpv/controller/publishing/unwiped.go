@@ -29,9 +29,13 @@ func (p *publisher) holdReturnedDisk(ctx context.Context, node *v1.Node, hostnam
 	if locked, err := p.State.PathLocked(node.Name, v.HostPath); err != nil || locked {
 		return err // a wipe of the path runs, or failed and is retried
 	}
+	sc, err := p.ownClass(ctx, node, v)
+	if err != nil || sc == nil {
+		return err
+	}
 	cur := machine.Of(node)
 	id := naming.MachineVolumeID(node.Name, v.HostPath, cur.ID, cur.UUID)
-	pv, _ := pvstate.Hold(key).Preview(p.buildPV(node, hostname, id, v, nil, nil), p.Clock.Now())
+	pv, _ := pvstate.Hold(key).Preview(p.buildPV(node, hostname, id, v, nil, sc.MountOptions), p.Clock.Now())
 	if _, err := p.Kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil
