@@ -33,7 +33,7 @@ func (c *controller) wireRoles(inf Informers) {
 	}
 	c.policy = blockedclaims.New(policy)
 	c.machines = machine.New(machine.Config{PVs: nodePVs(c.pvsOnNode), Marks: c.marks, Ops: c.ops,
-		Recorder: c.recorder, Clock: opts.Clock, BlockPods: opts.ReplacedMachinePolicy == ReplacedMachineBlockPods,
+		Recorder: c.recorder, BlockPods: opts.ReplacedMachinePolicy == ReplacedMachineBlockPods,
 		MarksChanged: func() { c.queue.Add(blockedClaimsKey) }})
 	c.discovery = discoveryjobs.New(discoveryjobs.Config{Provisioner: c.cfg, Params: opts.Jobs, Client: c.kube.BatchV1(),
 		Jobs: c.jobLister, Pods: c.podLister, Recorder: c.recorder, Clock: opts.Clock, QPS: opts.DiscoveryQPS,
@@ -44,7 +44,7 @@ func (c *controller) wireRoles(inf Informers) {
 		Recorder: c.recorder, Clock: opts.Clock, RetryBase: opts.RetryBase, RetryMax: opts.RetryMax,
 		RequestDiscovery: c.requestDiscovery,
 		Requeue:          func(id string, after time.Duration) { c.queue.AddAfter(volKey(id), after) }})
-	c.publisher = publishing.New(publishing.Config{Provisioner: c.cfg, Params: opts.Jobs,
+	c.publisher = publishing.New(publishing.Config{Provisioner: c.cfg,
 		ProvisionerName: opts.ProvisionerName, OwnerName: c.ownerName(), Kube: c.kube, State: state{c},
 		PVs: c.pvLister, Classes: c.scLister, Ops: c.ops, Marks: c.marks, Unwiped: c.unwiped, Recorder: c.recorder, Clock: opts.Clock,
 		MarksChanged: func() { c.queue.Add(blockedClaimsKey) }, VolumeChanged: func(id string) { c.queue.Add(volKey(id)) }})

@@ -10,7 +10,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvstate"
@@ -46,7 +45,6 @@ type Config struct {
 	Marks    pvstate.Writer
 	Ops      pvops.Interface
 	Recorder record.EventRecorder
-	Clock    clock.PassiveClock
 	// BlockPods says that new pods of a marked PV's claim are refused
 	// (the policy writer blocks them); the Warning then says so.
 	BlockPods bool

@@ -111,7 +111,7 @@ func runCheckCase(t *testing.T, tc checkCase) {
 	recorder := record.NewFakeRecorder(10)
 	marks := 0
 	c := machine.New(machine.Config{PVs: pvList{tc.pv}, Marks: pvstate.New(kube.CoreV1(), testingclock.NewFakeClock(start)), Ops: ops, Recorder: recorder,
-		Clock: testingclock.NewFakeClock(start), BlockPods: tc.blockPods, MarksChanged: func() { marks++ }})
+		BlockPods: tc.blockPods, MarksChanged: func() { marks++ }})
 	if err := c.Check(ctx, tc.node); err != nil {
 		t.Fatalf("Check: %v", err)
 	}
@@ -150,7 +150,7 @@ func TestReplacementReportedOnce(t *testing.T) {
 	p := markedPV("m1", "u1")
 	recorder := record.NewFakeRecorder(10)
 	c := machine.New(machine.Config{PVs: pvList{p}, Marks: pvstate.New(fake.NewClientset(p).CoreV1(), testingclock.NewFakeClock(start)), Ops: &pvopstest.Fake{},
-		Recorder: recorder, Clock: testingclock.NewFakeClock(start), MarksChanged: func() {}})
+		Recorder: recorder, MarksChanged: func() {}})
 	count := func() int {
 		n := 0
 		for len(recorder.Events) > 0 {

@@ -14,7 +14,6 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvstate"
-	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
 	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
 	"github.com/nodeplug/nodeplug/pkg/localpv/validation"
@@ -55,10 +54,8 @@ type State interface {
 
 // Config is what a Publisher reads, writes and tells.
 type Config struct {
-	// Provisioner is the parsed ConfigMap; Params the settings of the
-	// master's Jobs.
+	// Provisioner is the parsed ConfigMap.
 	Provisioner *config.Configuration
-	Params      jobs.Params
 	// ProvisionerName goes into pv.kubernetes.io/provisioned-by; OwnerName
 	// ("<namespace>/<provisioner name>") into the StorageClasses' owner
 	// annotation.

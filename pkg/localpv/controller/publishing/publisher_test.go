@@ -183,7 +183,7 @@ func runPublishCase(t *testing.T, tc publishCase) {
 	kube.ClearActions()
 	ops := &pvopstest.Fake{}
 	recorder := record.NewFakeRecorder(20)
-	p := publishing.New(publishing.Config{Provisioner: cfg, Params: jobs.Params{Namespace: "lpv"}, ProvisionerName: provisioner,
+	p := publishing.New(publishing.Config{Provisioner: cfg, ProvisionerName: provisioner,
 		OwnerName: "lpv/" + provisioner, Kube: kube, State: &tc.state,
 		PVs:     corelisters.NewPersistentVolumeLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
 		Classes: storagelisters.NewStorageClassLister(classes), Ops: ops, Marks: pvstate.New(kube.CoreV1(), testingclock.NewFakeClock(start)), Unwiped: unwiped.New(kube, "lpv", testingclock.NewFakeClock(start)),
