@@ -207,12 +207,12 @@ func (p *publisher) matchOwnPath(ctx context.Context, pv *v1.PersistentVolume, v
 }
 
 // stampDisk records the disk a PV published before disks were recorded
-// leads to, only where it is the PV's own beyond doubt: the PV is Available
-// (never claimed) or Bound and its path was reported without a gap (it is not marked
-// missing). A Released or missing PV is never stamped with whatever is at
-// its path (a disk swapped meanwhile would then be wiped): it waits for an
-// admin, with a CleanupRefused Event. An admin's wipe action on a Released
-// PV records the disk there now, so that it is wiped.
+// leads to, only where it is the PV's own beyond doubt: the PV is never
+// claimed or Bound, and its path was reported without a gap (it is not
+// marked missing). A Released or missing PV is never stamped with whatever
+// is at its path (a disk swapped meanwhile would then be wiped): it waits
+// for an admin, with a CleanupRefused Event. An admin's wipe action on a
+// Released PV records the disk there now, so that it is wiped.
 func (p *publisher) stampDisk(ctx context.Context, pv *v1.PersistentVolume, v validation.Volume) error {
 	missing, isMissing := pv.Annotations[jobs.AnnVolumeMissing]
 	inUse := !isMissing && (pvops.Unclaimed(pv) || pv.Status.Phase == v1.VolumeBound)
