@@ -113,61 +113,94 @@ func TestReturnedUnwipedDiskIsHeld(t *testing.T) {
 
 			tc.comeBack(f)
 			retID := naming.MachineVolumeID("a", tc.path, "m1", "u1")
-			name := naming.PVNameForID(retID)
-			pv := f.pv(name)
-			if pv == nil || !pvstate.Held(pv) || pv.Labels[jobs.LabelHeld] != "true" || pv.Spec.ClaimRef == nil ||
-				pv.Spec.ClaimRef.UID != pvstate.HeldClaimUID || pv.Annotations[jobs.AnnDiskID] != string(diskWWN1) {
-				t.Fatalf("the returned disk is not held by a PV no claim can bind: %v", pv)
-			}
-			f.wantEvent("DiskHeld")
-			if held, _ := testutil.GetCounterMetricValue(metrics.HeldDisks); held != held0+1 {
-				t.Errorf("held_disks_total = %v, want %v", held, held0+1)
-			}
-			f.setPhase(name, v1.VolumeReleased, false) // the PV controller finds no such claim
-			f.sync(volKey(retID))
-			if tc.action == "" {
-				// Deleted: the fake apiserver keeps no finalizers, so the PV
-				// is shown as the real one keeps it, with the master's.
-				pv := f.pv(name)
-				pv.DeletionTimestamp = &metav1.Time{Time: f.clock.Now()}
-				if _, err := f.kube.CoreV1().PersistentVolumes().Update(t.Context(), pv, metav1.UpdateOptions{}); err != nil {
-					t.Fatal(err)
+			f.expectHeld(retID, held0)
+			switch tc.action {
+			case "":
+				f.deleteHeld(retID)
+			case jobs.AdminActionKeep:
+				f.keepHeld(retID)
+			default:
+				f.wipeHeld(retID)
+				tc.comeBack(f)
+				if pv := f.pv(naming.PVNameForID(retID)); pv == nil || pvstate.Held(pv) || pv.Spec.ClaimRef != nil {
+					t.Errorf("the wiped disk is not published (dropped PV %s): %v", dropped, pv)
 				}
-				f.syncStores()
-				f.sync(volKey(retID))
-			}
-			if js := f.jobNames(jobs.RoleCleanup); len(js) != 0 {
-				t.Fatalf("a held disk got cleanup Jobs %v before an admin's action", js)
-			}
-			if tc.action == "" {
-				if pv := f.pv(name); pv == nil || !slices.Contains(pv.Finalizers, jobs.FinalizerPVProtection) || len(f.unwipedKeys()) != 1 {
-					t.Errorf("a deleted held PV let go of its disk: %v, memory %v", pv, f.unwipedKeys())
-				}
-				return
-			}
-
-			f.adminAction(name, tc.action)
-			f.sync(volKey(retID))
-			if tc.action == jobs.AdminActionKeep {
-				pv := f.pv(name)
-				if pv == nil || pvstate.Held(pv) || pv.Spec.ClaimRef != nil || len(f.unwipedKeys()) != 0 || len(f.jobNames(jobs.RoleCleanup)) != 0 {
-					t.Fatalf("the kept disk is not published again with its data: %v, memory %v", pv, f.unwipedKeys())
-				}
-				return
-			}
-			js, _ := f.c.cleanupJobs(retID)
-			if len(js) != 1 || !slices.Contains(js[0].Spec.Template.Spec.Containers[0].Args, "--disk-id="+string(diskWWN1)) {
-				t.Fatalf("no cleanup Job of the held disk checked against its identity: %v", js)
-			}
-			f.finishJob(js[0].Name, true)
-			f.sync(volKey(retID))
-			if keys := f.unwipedKeys(); len(keys) != 0 || f.pv(name) != nil {
-				t.Fatalf("after the wipe: memory %v, held PV %v", keys, f.pv(name))
-			}
-			tc.comeBack(f)
-			if pv := f.pv(name); pv == nil || pvstate.Held(pv) || pv.Spec.ClaimRef != nil {
-				t.Errorf("the wiped disk is not published (dropped PV %s): %v", dropped, pv)
 			}
 		})
+	}
+}
+
+// expectHeld checks that a volume's disk is held by a PV no claim can bind,
+// with a DiskHeld Event and the metric counted, and that no cleanup Job
+// runs for it once the PV controller shows it Released.
+func (f *fixture) expectHeld(id string, held0 float64) {
+	f.t.Helper()
+	name := naming.PVNameForID(id)
+	pv := f.pv(name)
+	if pv == nil || !pvstate.Held(pv) || pv.Labels[jobs.LabelHeld] != "true" || pv.Spec.ClaimRef == nil ||
+		pv.Spec.ClaimRef.UID != pvstate.HeldClaimUID || pv.Annotations[jobs.AnnDiskID] != string(diskWWN1) {
+		f.t.Fatalf("the returned disk is not held by a PV no claim can bind: %v", pv)
+	}
+	f.wantEvent("DiskHeld")
+	if held, _ := testutil.GetCounterMetricValue(metrics.HeldDisks); held != held0+1 {
+		f.t.Errorf("held_disks_total = %v, want %v", held, held0+1)
+	}
+	f.setPhase(name, v1.VolumeReleased, false) // the PV controller finds no such claim
+	f.sync(volKey(id))
+	if js := f.jobNames(jobs.RoleCleanup); len(js) != 0 {
+		f.t.Fatalf("a held disk got cleanup Jobs %v before an admin's action", js)
+	}
+}
+
+// deleteHeld deletes a held PV without an admin's action: nothing is wiped
+// and nothing lets go of it.
+func (f *fixture) deleteHeld(id string) {
+	f.t.Helper()
+	name := naming.PVNameForID(id)
+	// The fake apiserver keeps no finalizers, so the PV is shown as the real
+	// one keeps it, with the master's.
+	pv := f.pv(name)
+	pv.DeletionTimestamp = &metav1.Time{Time: f.clock.Now()}
+	if _, err := f.kube.CoreV1().PersistentVolumes().Update(f.t.Context(), pv, metav1.UpdateOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+	f.syncStores()
+	f.sync(volKey(id))
+	if js := f.jobNames(jobs.RoleCleanup); len(js) != 0 {
+		f.t.Fatalf("a deleted held PV got cleanup Jobs %v", js)
+	}
+	if pv := f.pv(name); pv == nil || !slices.Contains(pv.Finalizers, jobs.FinalizerPVProtection) || len(f.unwipedKeys()) != 1 {
+		f.t.Errorf("a deleted held PV let go of its disk: %v, memory %v", pv, f.unwipedKeys())
+	}
+}
+
+// keepHeld keeps a held disk as an admin does: its PV is published again
+// with its data, and the disk forgotten as unwiped.
+func (f *fixture) keepHeld(id string) {
+	f.t.Helper()
+	name := naming.PVNameForID(id)
+	f.adminAction(name, jobs.AdminActionKeep)
+	f.sync(volKey(id))
+	pv := f.pv(name)
+	if pv == nil || pvstate.Held(pv) || pv.Spec.ClaimRef != nil || len(f.unwipedKeys()) != 0 || len(f.jobNames(jobs.RoleCleanup)) != 0 {
+		f.t.Fatalf("the kept disk is not published again with its data: %v, memory %v", pv, f.unwipedKeys())
+	}
+}
+
+// wipeHeld has a held disk wiped as an admin does: a cleanup Job checked
+// against its identity, then the PV deleted and the disk forgotten.
+func (f *fixture) wipeHeld(id string) {
+	f.t.Helper()
+	name := naming.PVNameForID(id)
+	f.adminAction(name, jobs.AdminActionWipe)
+	f.sync(volKey(id))
+	js, _ := f.c.cleanupJobs(id)
+	if len(js) != 1 || !slices.Contains(js[0].Spec.Template.Spec.Containers[0].Args, "--disk-id="+string(diskWWN1)) {
+		f.t.Fatalf("no cleanup Job of the held disk checked against its identity: %v", js)
+	}
+	f.finishJob(js[0].Name, true)
+	f.sync(volKey(id))
+	if keys := f.unwipedKeys(); len(keys) != 0 || f.pv(name) != nil {
+		f.t.Fatalf("after the wipe: memory %v, held PV %v", keys, f.pv(name))
 	}
 }
