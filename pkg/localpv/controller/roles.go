@@ -17,8 +17,8 @@ import (
 )
 
 // wireRoles builds the master's role packages over its caches, clients and
-// queue. Roles share only the pvops executor and the machine.Identity
-// value: they ask for work through the queue, or through what is handed to
+// queue. Roles share only the pvops executor, the pvstate writer of PV
+// marks and the machine.Identity value: they ask for work through the queue, or through what is handed to
 // them here (discovery hands accepted reports to the controller, which
 // records their inventory and publishes them).
 func (c *controller) wireRoles(inf Informers) {
