@@ -6,7 +6,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
 )
 
@@ -26,7 +29,9 @@ const keepClass = "local-keep"
 // StatefulSets use local PVs on it: one of a class with
 // releaseClaimsOfDeletedNodesAfter, one of a class without. The first's
 // claim is released after the delay and its pod runs on another node's PV;
-// the second's claim and PV stay as they are.
+// the second's claim and PV stay as they are. When the node comes back with
+// its disks, the released claim's disk is held, neither published nor wiped,
+// until an admin keeps it (with its data) or wipes it.
 func TestMultiNodeLocalPVNodeDeleted(t *testing.T) {
 	c := framework.Connect(t)
 	c.RequireNodes(t, 3)
@@ -36,7 +41,7 @@ func TestMultiNodeLocalPVNodeDeleted(t *testing.T) {
 		t.Skipf("node %s is the host, whose kubelet the test must not stop", gone.Name)
 	}
 	dGone, dOther := newLPVDisksOn(t, gone), newLPVDisksOn(t, other)
-	dGone.addDir("rel0")
+	relDir := dGone.addDir("rel0")
 	keepDir := dGone.addKeepDir("keep0")
 	applyStorageClass(ctx, t, c, keepClass)
 	deployLPVWith(ctx, t, c, dGone, map[string]string{"storageClassMap": fmt.Sprintf(`%s:
@@ -58,7 +63,11 @@ func TestMultiNodeLocalPVNodeDeleted(t *testing.T) {
 	// The other node gets a disk of the releasing class, for the pod to move to.
 	dOther.addDir("rel1")
 
-	start := deleteNode(ctx, t, c, gone)
+	marker := dGone.host(filepath.Join(dGone.base, "src", "rel0", "tenant-data")) // the directory bind-mounted at relDir
+	if err := os.WriteFile(marker, []byte("tenant A"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start, restart := deleteNode(ctx, t, c, gone)
 	var pod *corev1.Pod
 	if err := framework.Poll(t.Context(), 5*time.Minute, func(context.Context) bool {
 		p, err := c.Client.CoreV1().Pods("default").Get(ctx, released+"-0", metav1.GetOptions{})
@@ -86,6 +95,51 @@ func TestMultiNodeLocalPVNodeDeleted(t *testing.T) {
 	if pv, err := c.Client.CoreV1().PersistentVolumes().Get(ctx, keptClaim.Spec.VolumeName, metav1.GetOptions{}); err != nil ||
 		pv.DeletionTimestamp != nil {
 		t.Errorf("PV %s of the class without node cleanup: %v %v", keptClaim.Spec.VolumeName, err, pv)
+	}
+
+	// The machine comes back with its disk, as a node rebuilt by Cluster API
+	// or Metal3 does: the released claim's disk is held, neither published
+	// nor wiped, until an admin keeps it.
+	restart()
+	expectHeldThenKept(ctx, t, c, gone.Name, relDir, marker)
+}
+
+// expectHeldThenKept waits for the returned disk at hostPath on node to be
+// held (a PV labelled held, a DiskHeld Event, no cleanup Job, the tenant's
+// file in place), then keeps it as an admin does and waits for the PV to
+// be Available with the file still there.
+func expectHeldThenKept(ctx context.Context, t *testing.T, c *framework.Cluster, node, hostPath, marker string) {
+	t.Helper()
+	var held *corev1.PersistentVolume
+	if err := framework.Poll(t.Context(), 5*time.Minute, func(context.Context) bool {
+		held = findPVOn(ctx, t, c, node, hostPath)
+		return held != nil && held.Labels[jobs.LabelHeld] == "true"
+	}); err != nil {
+		out, _ := c.Kubectl(ctx, "get", "pv,jobs,nodes", "-A", "-o", "wide")
+		t.Fatalf("the returned disk at %s is not held: %v\n%s", hostPath, err, out)
+	}
+	q := framework.EventQuery{Kind: "PersistentVolume", Name: held.Name, Reason: "DiskHeld", Type: corev1.EventTypeWarning}
+	if _, err := framework.WaitForEvent(ctx, c.Client, q, 60*time.Second); err != nil {
+		t.Error(err)
+	}
+	js, err := c.Client.BatchV1().Jobs(lpvNamespace).List(ctx, metav1.ListOptions{
+		LabelSelector: jobs.LabelVolumeID + "=" + held.Labels[jobs.LabelVolumeID]})
+	if err != nil || len(js.Items) != 0 {
+		t.Fatalf("cleanup Jobs of the held disk: %v %v", js, err)
+	}
+	if raw, err := os.ReadFile(marker); err != nil || string(raw) != "tenant A" {
+		t.Fatalf("the held disk's data: %q %v", raw, err)
+	}
+	t.Logf("the returned disk at %s is held as PV %s", hostPath, held.Name)
+	if _, err := c.Kubectl(ctx, "annotate", "pv", held.Name, jobs.AnnAdminAction+"="+jobs.AdminActionKeep); err != nil {
+		t.Fatal(err)
+	}
+	kept := waitForPVOn(ctx, t, c, node, hostPath, "", corev1.VolumeAvailable)
+	if kept.UID != held.UID || kept.Labels[jobs.LabelHeld] != "" {
+		t.Errorf("kept PV %s (held %s) still held: %v", kept.Name, held.Name, kept.Labels)
+	}
+	if raw, err := os.ReadFile(marker); err != nil || string(raw) != "tenant A" {
+		t.Errorf("the kept disk's data: %q %v", raw, err)
 	}
 }
 
@@ -151,17 +205,20 @@ func claimOf(ctx context.Context, t *testing.T, c *framework.Cluster, name strin
 }
 
 // deleteNode stops n's kubelet and deletes its Node, as removing a machine
-// from a cluster does; the test's end starts the kubelet again, which
-// registers the Node anew. It returns when the Node was deleted.
-func deleteNode(ctx context.Context, t *testing.T, c *framework.Cluster, n *framework.Node) time.Time {
+// from a cluster does. It returns when the Node was deleted, with a function
+// that starts the kubelet again, which registers the Node anew; the test's
+// end calls it if the test did not.
+func deleteNode(ctx context.Context, t *testing.T, c *framework.Cluster, n *framework.Node) (time.Time, func()) {
 	t.Helper()
+	var once sync.Once
 	if n.HasServiceManager() {
 		serviceJob(ctx, t, c, n, "kubelet", "stop")
-		t.Cleanup(func() { serviceJob(context.Background(), t, c, n, "kubelet", "start") })
+		restart := func() { once.Do(func() { serviceJob(context.Background(), t, c, n, "kubelet", "start") }) }
+		t.Cleanup(restart)
 		if _, err := c.Kubectl(ctx, "delete", "node", n.Name, "--wait", "--timeout=60s"); err != nil {
 			t.Fatal(err)
 		}
-		return time.Now()
+		return time.Now(), restart
 	}
 	pidFile := n.PIDFile("kubelet")
 	raw, err := os.ReadFile(pidFile)
@@ -171,9 +228,10 @@ func deleteNode(ctx context.Context, t *testing.T, c *framework.Cluster, n *fram
 	pid := strings.TrimSpace(string(raw))
 	argv, env := procList(t, pid, "cmdline"), procList(t, pid, "environ")
 	stopPID(ctx, t, "kubelet", pid)
-	t.Cleanup(func() { startAs(context.Background(), t, c, n, "kubelet", pidFile, argv, env) })
+	restart := func() { once.Do(func() { startAs(context.Background(), t, c, n, "kubelet", pidFile, argv, env) }) }
+	t.Cleanup(restart)
 	if _, err := c.Kubectl(ctx, "delete", "node", n.Name, "--wait", "--timeout=60s"); err != nil {
 		t.Fatal(err)
 	}
-	return time.Now()
+	return time.Now(), restart
 }

@@ -12,8 +12,15 @@ import (
 )
 
 // policyClaims evaluates the policy's blockedClaims expression with CEL, as
-// the apiserver does.
+// the apiserver does, and returns the PV each claim is blocked for.
 func (f *fixture) policyClaims() map[string]string {
+	f.t.Helper()
+	return blockedclaimstest.PVNames(f.policyCauses())
+}
+
+// policyCauses is the policy's blockedClaims as written: each claim's PV
+// and cause.
+func (f *fixture) policyCauses() map[string]string {
 	f.t.Helper()
 	p, err := f.kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(f.t.Context(), ReplacedMachineAdmissionPolicy, metav1.GetOptions{})
 	if err != nil {

@@ -33,6 +33,7 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/publishing"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvstate"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
 )
@@ -120,6 +121,7 @@ type controller struct {
 	policy     blockedclaims.Writer
 	inventory  inventory.Recorder
 	ops        pvops.Interface
+	marks      pvstate.Writer
 	machines   machine.Checker
 	discovery  discoveryjobs.Runner
 	cleanup    cleanupjobs.Runner

@@ -13,16 +13,18 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/publishing"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvstate"
 )
 
 // wireRoles builds the master's role packages over its caches, clients and
-// queue. Roles share only the pvops executor and the machine.Identity
-// value: they ask for work through the queue, or through what is handed to
+// queue. Roles share only the pvops executor, the pvstate writer of PV
+// marks and the machine.Identity value: they ask for work through the queue, or through what is handed to
 // them here (discovery hands accepted reports to the controller, which
 // records their inventory and publishes them).
 func (c *controller) wireRoles(inf Informers) {
 	opts := c.opts
 	c.ops = pvops.New(c.kube, c.recorder, opts.Clock)
+	c.marks = pvstate.New(c.kube.CoreV1(), opts.Clock)
 	c.inventory = inventory.New(opts.Notifications, opts.Clock)
 	policy := blockedclaims.Config{PVs: c.pvLister, Owns: c.owns, Claims: c.kube.CoreV1(),
 		PolicyClient: c.kube.AdmissionregistrationV1(), PolicyName: opts.AdmissionPolicyName, Recorder: c.recorder}
@@ -30,21 +32,21 @@ func (c *controller) wireRoles(inf Informers) {
 		policy.Policies = inf.AdmissionPolicies.Lister()
 	}
 	c.policy = blockedclaims.New(policy)
-	c.machines = machine.New(machine.Config{PVs: nodePVs(c.pvsOnNode), PVClient: c.kube.CoreV1(), Ops: c.ops,
-		Recorder: c.recorder, Clock: opts.Clock, BlockPods: opts.ReplacedMachinePolicy == ReplacedMachineBlockPods,
+	c.machines = machine.New(machine.Config{PVs: nodePVs(c.pvsOnNode), Marks: c.marks, Ops: c.ops,
+		Recorder: c.recorder, BlockPods: opts.ReplacedMachinePolicy == ReplacedMachineBlockPods,
 		MarksChanged: func() { c.queue.Add(blockedClaimsKey) }})
 	c.discovery = discoveryjobs.New(discoveryjobs.Config{Provisioner: c.cfg, Params: opts.Jobs, Client: c.kube.BatchV1(),
 		Jobs: c.jobLister, Pods: c.podLister, Recorder: c.recorder, Clock: opts.Clock, QPS: opts.DiscoveryQPS,
 		Burst: opts.DiscoveryBurst, RetryBase: opts.RetryBase, RetryMax: opts.RetryMax, HeldPaths: c.heldPaths,
 		Requeue: func(node string, after time.Duration) { c.queue.AddAfter(nodeKey(node), after) }, Consumer: c})
 	c.cleanup = cleanupjobs.New(cleanupjobs.Config{Provisioner: c.cfg, Params: opts.Jobs, Kube: c.kube,
-		Volumes: volumes{c}, Nodes: c.nodeLister, Pods: c.podLister, Ops: c.ops, Unwiped: c.unwiped,
+		Volumes: volumes{c}, Nodes: c.nodeLister, Pods: c.podLister, Ops: c.ops, Marks: c.marks, Unwiped: c.unwiped,
 		Recorder: c.recorder, Clock: opts.Clock, RetryBase: opts.RetryBase, RetryMax: opts.RetryMax,
 		RequestDiscovery: c.requestDiscovery,
 		Requeue:          func(id string, after time.Duration) { c.queue.AddAfter(volKey(id), after) }})
-	c.publisher = publishing.New(publishing.Config{Provisioner: c.cfg, Params: opts.Jobs,
+	c.publisher = publishing.New(publishing.Config{Provisioner: c.cfg,
 		ProvisionerName: opts.ProvisionerName, OwnerName: c.ownerName(), Kube: c.kube, State: state{c},
-		PVs: c.pvLister, Classes: c.scLister, Ops: c.ops, Unwiped: c.unwiped, Recorder: c.recorder, Clock: opts.Clock,
+		PVs: c.pvLister, Classes: c.scLister, Ops: c.ops, Marks: c.marks, Unwiped: c.unwiped, Recorder: c.recorder, Clock: opts.Clock,
 		MarksChanged: func() { c.queue.Add(blockedClaimsKey) }, VolumeChanged: func(id string) { c.queue.Add(volKey(id)) }})
 }
 

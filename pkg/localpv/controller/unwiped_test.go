@@ -6,75 +6,201 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-base/metrics/testutil"
 
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvstate"
 	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
+	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
 	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
 )
-
-// TestUnwipedDiskIsWipedWhenItReturns: a released PV dropped without a wipe
-// (its link moved to another disk) leaves its disk remembered; when the disk
-// comes back, at its path or another, it is wiped before it is published.
-func TestUnwipedDiskIsWipedWhenItReturns(t *testing.T) {
-	tests := []struct {
-		name     string
-		comeBack func(f *fixture)
-		path     string
-	}{
-		{name: "at its own path", path: "/mnt/blk/sdb", comeBack: func(f *fixture) {
-			f.discoverRaw("a", blockReport("a", blockVol("sdb", "sdb", diskWWN1)))
-		}},
-		{name: "under another link", path: "/mnt/blk/wwn-1", comeBack: func(f *fixture) {
-			f.discoverRaw("a", blockReport("a", blockVol("sdb", "sdc", diskWWN2), blockVol("wwn-1", "sdb", diskWWN1)))
-		}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, nil, machineNode("a", "m1", "u1"), newClass("fast", v1.PersistentVolumeReclaimDelete),
-				newClass("blk", v1.PersistentVolumeReclaimDelete))
-			f.discoverRaw("a", blockReport("a", blockVol("sdb", "sdb", diskWWN1)))
-			volID := naming.MachineVolumeID("a", "/mnt/blk/sdb", "m1", "u1")
-			name := naming.PVNameForID(volID)
-			f.setPhase(name, v1.VolumeReleased, true)
-			f.sync(volKey(volID))
-			f.failCleanup(naming.CleanupJobName(volID, 1), 3, jobs.CleanupIdentityMismatch+"disk: recorded wwn:naa.1, found wwn:naa.2")
-			f.sync(volKey(volID))
-			if f.pv(name) != nil {
-				t.Fatal("setup: PV not dropped after the disk mismatch")
-			}
-			if _, err := f.kube.CoreV1().ConfigMaps(testNS).Get(t.Context(), unwiped.ConfigMapName, metav1.GetOptions{}); err != nil {
-				t.Fatalf("the unwiped disk is not remembered: %v", err)
-			}
-
-			tc.comeBack(f)
-			if pv := f.pv(naming.PVNameForID(naming.MachineVolumeID("a", tc.path, "m1", "u1"))); pv != nil {
-				t.Fatalf("the unwiped disk was published as %s before a wipe", pv.Name)
-			}
-			f.wantEvent("UnwipedDiskReturned")
-			retID := naming.MachineVolumeID("a", tc.path, "m1", "u1")
-			js, _ := f.c.cleanupJobs(retID)
-			if len(js) != 1 || !slices.Contains(js[0].Spec.Template.Spec.Containers[0].Args, "--disk-id="+string(diskWWN1)) {
-				t.Fatalf("no cleanup Job of the returned disk checked against its identity: %v", js)
-			}
-			// The first attempt's pod is gone by now, as the Job controller's
-			// garbage collection leaves it.
-			_ = f.kube.CoreV1().Pods(testNS).Delete(t.Context(), js[0].Name+"-pod", metav1.DeleteOptions{})
-			f.finishJob(js[0].Name, true)
-			f.sync(volKey(retID))
-			cm, _ := f.kube.CoreV1().ConfigMaps(testNS).Get(t.Context(), unwiped.ConfigMapName, metav1.GetOptions{})
-			if cm != nil && len(cm.Data) != 0 {
-				t.Errorf("the wiped disk is still remembered: %v", cm.Data)
-			}
-			tc.comeBack(f)
-			if pv := f.pv(naming.PVNameForID(retID)); pv == nil || pv.Annotations[jobs.AnnDiskID] != string(diskWWN1) {
-				t.Errorf("the wiped disk is not published: %v", pv)
-			}
-		})
-	}
-}
 
 var (
 	diskWWN1 = identity.WWN("naa.5000c500a1b2c3d4")
 	diskWWN2 = identity.WWN("naa.5000c500a1b2c3d5")
 )
+
+// dropUnwiped publishes /mnt/blk/sdb (diskWWN1) on node a, binds it and
+// drops it without a wipe as drop says, and returns the dropped PV's name.
+func dropUnwiped(f *fixture, drop string) string {
+	f.t.Helper()
+	f.discoverRaw("a", blockReport("a", blockVol("sdb", "sdb", diskWWN1)))
+	volID := naming.MachineVolumeID("a", "/mnt/blk/sdb", "m1", "u1")
+	name := naming.PVNameForID(volID)
+	switch drop {
+	case "node deleted":
+		// As nodecleanup drops the PV of a deleted node after releasing its
+		// claim: remembered, then deleted without a wipe.
+		f.setPhase(name, v1.VolumeBound, true)
+		if err := f.c.unwiped.Remember(f.t.Context(), f.pv(name), "node a deleted"); err != nil {
+			f.t.Fatal(err)
+		}
+		if err := f.kube.CoreV1().PersistentVolumes().Delete(f.t.Context(), name, metav1.DeleteOptions{}); err != nil {
+			f.t.Fatal(err)
+		}
+		f.syncStores()
+	default: // its cleanup found another disk
+		f.setPhase(name, v1.VolumeReleased, true)
+		f.sync(volKey(volID))
+		f.failCleanup(naming.CleanupJobName(volID, 1), 3, jobs.CleanupIdentityMismatch+"disk: recorded wwn:naa.1, found wwn:naa.2")
+		f.sync(volKey(volID))
+	}
+	if f.pv(name) != nil {
+		f.t.Fatal("setup: PV not dropped")
+	}
+	if len(f.unwipedKeys()) != 1 {
+		f.t.Fatal("setup: the unwiped disk is not remembered")
+	}
+	return name
+}
+
+func (f *fixture) unwipedKeys() []string {
+	f.t.Helper()
+	cm, err := f.kube.CoreV1().ConfigMaps(testNS).Get(f.t.Context(), unwiped.ConfigMapName, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	var keys []string
+	for k := range cm.Data {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// adminAction sets the admin-action annotation on a PV.
+func (f *fixture) adminAction(name, action string) {
+	f.t.Helper()
+	pv := f.pv(name)
+	pv.Annotations[jobs.AnnAdminAction] = action
+	if _, err := f.kube.CoreV1().PersistentVolumes().Update(f.t.Context(), pv, metav1.UpdateOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+	f.syncStores()
+}
+
+// TestReturnedUnwipedDiskIsHeld: the disk of a PV dropped without a wipe
+// (its node was deleted and its claim released, or its cleanup found
+// another disk) that comes back, at its path or another, is held: a PV no
+// claim can bind, no cleanup Job, a DiskHeld Event and a metric, even if
+// the held PV is deleted. Only an admin's action wipes it (a cleanup Job
+// checked against its identity, then the clean disk is published) or keeps
+// it (published again with its data).
+func TestReturnedUnwipedDiskIsHeld(t *testing.T) {
+	tests := []struct {
+		name, drop, path, action string
+		comeBack                 func(f *fixture)
+	}{
+		{name: "a deleted node's disk back at its path, wiped by the admin", drop: "node deleted", path: "/mnt/blk/sdb",
+			action: jobs.AdminActionWipe, comeBack: func(f *fixture) { f.discoverRaw("a", blockReport("a", blockVol("sdb", "sdb", diskWWN1))) }},
+		{name: "a deleted node's disk back, kept by the admin", drop: "node deleted", path: "/mnt/blk/sdb",
+			action: jobs.AdminActionKeep, comeBack: func(f *fixture) { f.discoverRaw("a", blockReport("a", blockVol("sdb", "sdb", diskWWN1))) }},
+		{name: "a deleted node's disk back, its held PV deleted", drop: "node deleted", path: "/mnt/blk/sdb",
+			comeBack: func(f *fixture) { f.discoverRaw("a", blockReport("a", blockVol("sdb", "sdb", diskWWN1))) }},
+		{name: "a mismatched disk back under another link, wiped by the admin", drop: "mismatch", path: "/mnt/blk/wwn-1",
+			action: jobs.AdminActionWipe, comeBack: func(f *fixture) {
+				f.discoverRaw("a", blockReport("a", blockVol("sdb", "sdc", diskWWN2), blockVol("wwn-1", "sdb", diskWWN1)))
+			}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil, machineNode("a", "m1", "u1"), newClass("fast", v1.PersistentVolumeReclaimDelete),
+				newClass("blk", v1.PersistentVolumeReclaimDelete))
+			dropped := dropUnwiped(f, tc.drop)
+			metrics.Register()
+			held0, _ := testutil.GetCounterMetricValue(metrics.HeldDisks)
+			f.events()
+
+			tc.comeBack(f)
+			retID := naming.MachineVolumeID("a", tc.path, "m1", "u1")
+			f.expectHeld(retID, held0)
+			switch tc.action {
+			case "":
+				f.deleteHeld(retID)
+			case jobs.AdminActionKeep:
+				f.keepHeld(retID)
+			default:
+				f.wipeHeld(retID)
+				tc.comeBack(f)
+				if pv := f.pv(naming.PVNameForID(retID)); pv == nil || pvstate.Held(pv) || pv.Spec.ClaimRef != nil {
+					t.Errorf("the wiped disk is not published (dropped PV %s): %v", dropped, pv)
+				}
+			}
+		})
+	}
+}
+
+// expectHeld checks that a volume's disk is held by a PV no claim can bind,
+// with a DiskHeld Event and the metric counted, and that no cleanup Job
+// runs for it once the PV controller shows it Released.
+func (f *fixture) expectHeld(id string, held0 float64) {
+	f.t.Helper()
+	name := naming.PVNameForID(id)
+	pv := f.pv(name)
+	if pv == nil || !pvstate.Held(pv) || pv.Labels[jobs.LabelHeld] != "true" || pv.Spec.ClaimRef == nil ||
+		pv.Spec.ClaimRef.UID != pvstate.HeldClaimUID || pv.Annotations[jobs.AnnDiskID] != string(diskWWN1) {
+		f.t.Fatalf("the returned disk is not held by a PV no claim can bind: %v", pv)
+	}
+	f.wantEvent("DiskHeld")
+	if held, _ := testutil.GetCounterMetricValue(metrics.HeldDisks); held != held0+1 {
+		f.t.Errorf("held_disks_total = %v, want %v", held, held0+1)
+	}
+	f.setPhase(name, v1.VolumeReleased, false) // the PV controller finds no such claim
+	f.sync(volKey(id))
+	if js := f.jobNames(jobs.RoleCleanup); len(js) != 0 {
+		f.t.Fatalf("a held disk got cleanup Jobs %v before an admin's action", js)
+	}
+}
+
+// deleteHeld deletes a held PV without an admin's action: nothing is wiped
+// and nothing lets go of it.
+func (f *fixture) deleteHeld(id string) {
+	f.t.Helper()
+	name := naming.PVNameForID(id)
+	// The fake apiserver keeps no finalizers, so the PV is shown as the real
+	// one keeps it, with the master's.
+	pv := f.pv(name)
+	pv.DeletionTimestamp = &metav1.Time{Time: f.clock.Now()}
+	if _, err := f.kube.CoreV1().PersistentVolumes().Update(f.t.Context(), pv, metav1.UpdateOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+	f.syncStores()
+	f.sync(volKey(id))
+	if js := f.jobNames(jobs.RoleCleanup); len(js) != 0 {
+		f.t.Fatalf("a deleted held PV got cleanup Jobs %v", js)
+	}
+	if pv := f.pv(name); pv == nil || !slices.Contains(pv.Finalizers, jobs.FinalizerPVProtection) || len(f.unwipedKeys()) != 1 {
+		f.t.Errorf("a deleted held PV let go of its disk: %v, memory %v", pv, f.unwipedKeys())
+	}
+}
+
+// keepHeld keeps a held disk as an admin does: its PV is published again
+// with its data, and the disk forgotten as unwiped.
+func (f *fixture) keepHeld(id string) {
+	f.t.Helper()
+	name := naming.PVNameForID(id)
+	f.adminAction(name, jobs.AdminActionKeep)
+	f.sync(volKey(id))
+	pv := f.pv(name)
+	if pv == nil || pvstate.Held(pv) || pv.Spec.ClaimRef != nil || len(f.unwipedKeys()) != 0 || len(f.jobNames(jobs.RoleCleanup)) != 0 {
+		f.t.Fatalf("the kept disk is not published again with its data: %v, memory %v", pv, f.unwipedKeys())
+	}
+}
+
+// wipeHeld has a held disk wiped as an admin does: a cleanup Job checked
+// against its identity, then the PV deleted and the disk forgotten.
+func (f *fixture) wipeHeld(id string) {
+	f.t.Helper()
+	name := naming.PVNameForID(id)
+	f.adminAction(name, jobs.AdminActionWipe)
+	f.sync(volKey(id))
+	js, _ := f.c.cleanupJobs(id)
+	if len(js) != 1 || !slices.Contains(js[0].Spec.Template.Spec.Containers[0].Args, "--disk-id="+string(diskWWN1)) {
+		f.t.Fatalf("no cleanup Job of the held disk checked against its identity: %v", js)
+	}
+	f.finishJob(js[0].Name, true)
+	f.sync(volKey(id))
+	if keys := f.unwipedKeys(); len(keys) != 0 || f.pv(name) != nil {
+		f.t.Fatalf("after the wipe: memory %v, held PV %v", keys, f.pv(name))
+	}
+}

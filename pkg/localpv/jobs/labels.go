@@ -58,16 +58,32 @@ const (
 	// AnnDiskReplaced is set on a kept PV whose path now leads to another
 	// disk than the one it was published for, with the time it was noticed.
 	AnnDiskReplaced = prefix + "disk-replaced-since"
-	// AnnUnwipedDisk, on a cleanup Job, is the key of the unwiped disk
-	// (a PV's disk dropped without a wipe) it wipes before the disk is
-	// published again.
+	// AnnUnwipedDisk, on a held PV and its cleanup Job, is the key of the
+	// unwiped disk (a PV's disk dropped without a wipe) it holds, and that
+	// is forgotten once an admin had it wiped or kept.
 	AnnUnwipedDisk = prefix + "unwiped-disk"
+	// AnnHeld is set on the PV of a returned unwiped disk, with the time it
+	// was held: the disk is neither published for claims nor wiped until an
+	// admin sets AnnAdminAction. LabelHeld ("true") selects such PVs.
+	AnnHeld   = prefix + "held-since"
+	LabelHeld = prefix + "held"
+	// AnnAdminAction is set by an admin on a held PV, or on a released PV
+	// that records no disk identity: AdminActionWipe wipes the disk at its
+	// path now (checked against the identity recorded), AdminActionKeep
+	// (held PVs only) publishes the held disk again with its data.
+	AnnAdminAction  = prefix + "admin-action"
+	AdminActionWipe = "wipe"
+	AdminActionKeep = "keep"
 	// AnnClassOwner, on a StorageClass, names the installation that
 	// publishes its local PVs: "<namespace>/<provisioner name>". Another
 	// master configured for the class refuses to act on it.
 	AnnClassOwner = prefix + "owner"
 	// LabelDiskReplaced ("true") selects the PVs marked with AnnDiskReplaced.
 	LabelDiskReplaced = prefix + "disk-replaced"
+	// AnnDiskFound, next to AnnDiskReplaced, is the identity of the disk
+	// the PV's path leads to instead of its own, so that every message
+	// can name whose disk it is.
+	AnnDiskFound = prefix + "disk-found"
 
 	// AnnNodeGone is set on a bound PV whose Node was deleted and did not
 	// come back within its class's releaseClaimsOfDeletedNodesAfter, with

@@ -126,6 +126,11 @@ var (
 		Namespace: namespace, Subsystem: subsystem, Name: "unwiped_disks_total",
 		Help: "Disks of released PersistentVolumes dropped without a wipe and remembered, to be wiped before they are published again.", StabilityLevel: metrics.ALPHA,
 	})
+	// HeldDisks counts the returned unwiped disks held for an admin.
+	HeldDisks = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "held_disks_total",
+		Help: "Returned disks of PersistentVolumes dropped without a wipe, held (neither published nor wiped) until an admin wipes or keeps them.", StabilityLevel: metrics.ALPHA,
+	})
 	// ClassConflicts counts the times a master found a class it is
 	// configured for claimed by another installation.
 	ClassConflicts = metrics.NewCounterVec(&metrics.CounterOpts{
@@ -163,7 +168,7 @@ func Register() {
 			RejectedReports, RejectedVolumes, JobFailures, JobsCreated, MissingVolumes, WatcherNotifications,
 			SkippedDisks, InventoryDisks,
 			MachineReplacements, ReplacedMachineVolumes, BlockedClaims,
-			DiskReplacements, DisksKeptAcrossMachines, ClassConflicts, UnwipedDisks,
+			DiskReplacements, DisksKeptAcrossMachines, ClassConflicts, UnwipedDisks, HeldDisks,
 			CleanupIdentityMismatches, ClaimsReleased)
 	})
 }

@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvstate"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
 )
@@ -60,6 +61,8 @@ type controller struct {
 	cfg      *config.Configuration
 	clock    clock.WithTicker
 	unwiped  unwiped.Store
+	// marks writes the node-gone mark.
+	marks pvstate.Writer
 	// provisioner is Options.ProvisionerName.
 	provisioner string
 
@@ -97,6 +100,7 @@ func newController(ctx context.Context, kube kubernetes.Interface, nodes coreinf
 	}
 	c := &controller{
 		kube: kube, recorder: recorder, cfg: opts.Config, clock: opts.Clock, unwiped: opts.Unwiped, provisioner: opts.ProvisionerName,
+		marks:      pvstate.New(kube.CoreV1(), opts.Clock),
 		nodeLister: nodes.Lister(), pvIndexer: pvs.Informer().GetIndexer(),
 		synced: []cache.InformerSynced{nodes.Informer().HasSynced, pvs.Informer().HasSynced},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvstate"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
 )
@@ -118,11 +119,9 @@ func (c *controller) mark(ctx context.Context, pv *v1.PersistentVolume, since ti
 		logger.V(2).Info("Claim is newer than the deletion of its PV's node, not released", "pv", pv.Name, "claim", klog.KObj(claim), "why", why)
 		return nil, nil
 	}
-	cp := pv.DeepCopy()
-	cp.Annotations[jobs.AnnNodeGone] = stamp(since)
-	m, err := c.kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{})
+	m, _, err := c.marks.Apply(ctx, pv, pvstate.MarkNodeGone(since))
 	if err != nil {
-		return nil, fmt.Errorf("failed to mark PV %s %s: %w", pv.Name, jobs.AnnNodeGone, err)
+		return nil, err
 	}
 	logger.V(2).Info("Marked the PV of a deleted node", "pv", pv.Name, "claim", klog.KObj(claim))
 	return m, nil
@@ -147,10 +146,8 @@ func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 // unmark removes the mark of a PV whose Node came back on the same machine
 // before its claim was deleted.
 func (c *controller) unmark(ctx context.Context, pv *v1.PersistentVolume) error {
-	cp := pv.DeepCopy()
-	delete(cp.Annotations, jobs.AnnNodeGone)
-	if _, err := c.kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("failed to remove %s from PV %s: %w", jobs.AnnNodeGone, pv.Name, err)
+	if _, _, err := c.marks.Apply(ctx, pv, pvstate.ClearNodeGone); err != nil {
+		return err
 	}
 	c.recorder.Eventf(pv, v1.EventTypeNormal, ReasonNodeBack, "Node %s is back on the same machine (or reports no machine identity); the PV and its claim are kept",
 		pv.Annotations[jobs.AnnNode])

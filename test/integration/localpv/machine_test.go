@@ -15,6 +15,7 @@ import (
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/blockedclaims"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/blockedclaims/blockedclaimstest"
 	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
@@ -143,11 +144,15 @@ func TestReplacedMachine(t *testing.T) {
 // the claim with the policy's message naming the PV and the fix.
 func (e *env) waitForRefusal(t *testing.T, pod, claim, pv string) {
 	t.Helper()
-	want := blockedclaims.Expression(map[string]string{blockedclaims.Key("default", claim): pv})
+	key := blockedclaims.Key("default", claim)
 	poll(t, "the claim written into the policy", func(ctx context.Context) (bool, error) {
 		p, err := e.cp.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx,
 			controller.ReplacedMachineAdmissionPolicy, metav1.GetOptions{})
-		return err == nil && len(p.Spec.Variables) > 0 && p.Spec.Variables[0].Expression == want, nil
+		if err != nil || len(p.Spec.Variables) == 0 {
+			return false, nil
+		}
+		got := blockedclaimstest.PVNames(blockedclaimstest.Eval(t, p.Spec.Variables[0].Expression))
+		return len(got) == 1 && got[key] == pv, nil
 	})
 	poll(t, "a pod of the blocked claim refused", func(ctx context.Context) (bool, error) {
 		_, err := e.cp.Client.CoreV1().Pods("default").Create(ctx, claimPod(pod, claim), metav1.CreateOptions{})

@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvstate"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
 )
@@ -30,9 +32,18 @@ const DefaultPolicyName = "local-volume-provisioner-replaced-machine-claims"
 
 // Variable is the variable of that policy whose expression the writer
 // writes: a CEL map literal from "<namespace>.<claim>" (a namespace has no
-// dot) to the PV's name. The policy reads no params object, so it does not
+// dot) to Value: the PV's name and the cause. The policy reads no params object, so it does not
 // depend on the apiserver resolving one.
 const Variable = "blockedClaims"
+
+// maxCause bounds the cause in a blocked claim's value.
+const maxCause = 512
+
+// Value is a blocked claim's value: the PV's name and why its claim is
+// refused, with the fix (pvstate.Cause), which the policy's message shows.
+func Value(pv *v1.PersistentVolume, all []*v1.PersistentVolume) string {
+	return "PV " + pv.Name + ", because " + pvops.Truncate(pvstate.Cause(pv, pvstate.HolderAmong(pv, all)), maxCause)
+}
 
 // Key is the key of a claim in the blocked claims.
 func Key(namespace, claim string) string { return namespace + "." + claim }
@@ -129,7 +140,7 @@ func (w *writer) Sync(ctx context.Context) error {
 		}
 		if live {
 			ref := pv.Spec.ClaimRef
-			want[Key(ref.Namespace, ref.Name)] = pv.Name
+			want[Key(ref.Namespace, ref.Name)] = Value(pv, all)
 		}
 	}
 	if err := w.write(ctx, want); err != nil {

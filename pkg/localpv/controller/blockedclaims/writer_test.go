@@ -99,7 +99,8 @@ func TestSync(t *testing.T) {
 	noVariable := blockedclaimstest.Policy()
 	noVariable.Spec.Variables = noVariable.Spec.Variables[1:]
 	written := blockedclaimstest.Policy()
-	written.Spec.Variables[0].Expression = `{"default.claim": "pv-1"}`
+	written.Spec.Variables[0].Expression = blockedclaims.Expression(map[string]string{
+		"default.claim": blockedclaims.Value(bound, []*v1.PersistentVolume{bound})})
 	tests := []writerCase{
 		{name: "no marked PV writes nothing", pvs: []*v1.PersistentVolume{markedPV("pv-1", "", "claim")},
 			objs: []runtime.Object{claim("claim", "claim-uid"), blockedclaimstest.Policy()}},
@@ -181,7 +182,8 @@ func runWriterCase(t *testing.T, tc writerCase) {
 			t.Errorf("the writer touched the policy under Warn: %s", a.GetVerb())
 		}
 		if u, ok := a.(core.UpdateAction); ok && tc.wantErr == "" {
-			got = blockedclaimstest.Eval(t, u.GetObject().(*admissionv1.ValidatingAdmissionPolicy).Spec.Variables[0].Expression)
+			got = blockedclaimstest.PVNames(blockedclaimstest.Eval(t,
+				u.GetObject().(*admissionv1.ValidatingAdmissionPolicy).Spec.Variables[0].Expression))
 		}
 	}
 	if (got == nil) != (tc.want == nil) || !maps.Equal(got, tc.want) {

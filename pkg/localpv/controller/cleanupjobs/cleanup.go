@@ -17,6 +17,7 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvstate"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
 )
@@ -54,6 +55,8 @@ type Config struct {
 	Nodes   corelisters.NodeLister
 	Pods    corelisters.PodLister
 	Ops     pvops.Interface
+	// Marks writes the marks of the master's PVs.
+	Marks   pvstate.Writer
 	Unwiped unwiped.Store
 	// Recorder and Clock; RetryBase and RetryMax bound the backoff of
 	// failed attempts.

@@ -5,6 +5,8 @@
 // pinned to the node and carrying the PV's disk and machine identity; a
 // failed attempt is retried after a backoff; a Job that found another
 // machine or disk wipes nothing and is handled per the rules; a PV whose
-// node was deleted and did not come back is dropped without a wipe. The
-// Jobs are in pkg/localpv/README.md ("Cleanup Job").
+// node was deleted and did not come back is dropped without a wipe; a held
+// PV (a returned unwiped disk) gets a Job only once an admin asks for the
+// wipe. This role is the only creator of cleanup Jobs. The Jobs are in
+// pkg/localpv/README.md ("Cleanup Job").
 package cleanupjobs

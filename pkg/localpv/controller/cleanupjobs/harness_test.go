@@ -26,6 +26,7 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/cleanupjobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops/pvopstest"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvstate"
 	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
@@ -101,7 +102,7 @@ func newHarness(t *testing.T, objs ...runtime.Object) *harness {
 		j.UID, j.CreationTimestamp = types.UID(fmt.Sprint("job-", h.uids)), metav1.NewTime(h.clock.Now())
 		return false, nil, nil
 	})
-	h.r = cleanupjobs.New(cleanupjobs.Config{Provisioner: cfg, Kube: h.kube, Volumes: h, Ops: h.ops,
+	h.r = cleanupjobs.New(cleanupjobs.Config{Provisioner: cfg, Kube: h.kube, Volumes: h, Ops: h.ops, Marks: pvstate.New(h.kube.CoreV1(), nil),
 		Params: jobs.Params{Namespace: ns, Image: "lpv:dev", CleanupTTL: 3600},
 		Nodes:  corelisters.NewNodeLister(h.nodes), Pods: corelisters.NewPodLister(h.pods),
 		Unwiped: unwiped.New(h.kube, ns, h.clock), Recorder: h.recorder, Clock: h.clock,

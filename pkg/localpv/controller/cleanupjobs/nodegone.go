@@ -2,14 +2,13 @@ package cleanupjobs
 
 import (
 	"context"
-	"fmt"
 
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvstate"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
 )
@@ -35,10 +34,8 @@ func (r *runner) syncNodeGonePV(ctx context.Context, pv *v1.PersistentVolume, la
 		return false, nil
 	}
 	if node, err := r.Nodes.Get(pv.Annotations[jobs.AnnNode]); err == nil && !machine.Recorded(pv).Differs(machine.Of(node)) {
-		cp := pv.DeepCopy()
-		delete(cp.Annotations, jobs.AnnNodeGone)
-		if _, err := r.Kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
-			return true, fmt.Errorf("failed to remove %s from PV %s: %w", jobs.AnnNodeGone, pv.Name, err)
+		if _, _, err := r.Marks.Apply(ctx, pv, pvstate.ClearNodeGone); err != nil {
+			return true, err
 		}
 		r.Recorder.Eventf(pv, v1.EventTypeNormal, "NodeBack", "Node %s is back on the same machine; the released PV is wiped as usual", node.Name)
 		return true, nil

@@ -32,6 +32,9 @@ func (r *runner) Sync(ctx context.Context, id string) error {
 	if pv == nil {
 		return r.syncOrphanCleanup(ctx, id, latest, js)
 	}
+	if handled, err := r.syncHeldPV(ctx, pv); handled {
+		return err
+	}
 	if handled, err := r.syncNodeGonePV(ctx, pv, latest); handled {
 		return err
 	}

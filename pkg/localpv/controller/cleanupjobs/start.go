@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvstate"
 	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
@@ -64,7 +65,9 @@ func (r *runner) cleanupTarget(pv *v1.PersistentVolume) (jobs.CleanupTarget, err
 func recordedDisk(pv *v1.PersistentVolume) (identity.ID, error) {
 	disk := identity.ID(pv.Annotations[jobs.AnnDiskID])
 	if disk == "" {
-		return "", fmt.Errorf("the disk's identity was never recorded (no %s annotation), so no cleanup can prove it wipes this PV's disk", jobs.AnnDiskID)
+		return "", fmt.Errorf("the disk's identity was never recorded (no %s annotation), so no cleanup can prove it wipes this PV's "+
+			"disk; check the disk at its path, then set %s=%s on the PV to have that disk recorded and wiped, or wipe it yourself "+
+			"and delete the PV", jobs.AnnDiskID, jobs.AnnAdminAction, jobs.AdminActionWipe)
 	}
 	if err := disk.Valid(); err != nil {
 		return "", fmt.Errorf("annotation %s: %w", jobs.AnnDiskID, err)
@@ -77,11 +80,20 @@ func recordedDisk(pv *v1.PersistentVolume) (identity.ID, error) {
 // Event and no Job.
 func (r *runner) startCleanup(ctx context.Context, pv *v1.PersistentVolume, attempt int) (bool, error) {
 	t, err := r.cleanupTarget(pv)
+	if err != nil && pv.Annotations[jobs.AnnDiskID] == "" && pvstate.AdminAction(pv) == jobs.AdminActionWipe {
+		// The admin asked for the wipe: the next report of the node records
+		// the disk at the path (publishing), and the PV is synced again.
+		r.RequestDiscovery(pv.Annotations[jobs.AnnNode])
+		return false, nil
+	}
 	if err != nil {
 		r.Recorder.Eventf(pv, v1.EventTypeWarning, "CleanupRefused", "Volume is not wiped: %v; the PV stays %s", err, pv.Status.Phase)
 		return false, nil
 	}
 	job := jobs.CleanupJob(r.Params, r.Provisioner, t, attempt)
+	if key := pv.Annotations[jobs.AnnUnwipedDisk]; key != "" {
+		job.Annotations[jobs.AnnUnwipedDisk] = key // a held disk, forgotten once wiped
+	}
 	if _, err := r.Kube.BatchV1().Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{}); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return true, nil
@@ -107,7 +119,11 @@ func (r *runner) Ensure(ctx context.Context, pv *v1.PersistentVolume) error {
 			return nil
 		}
 	}
-	if _, err := r.cleanupTarget(pv); err != nil {
+	_, err = r.cleanupTarget(pv)
+	if err == nil && pvstate.Held(pv) && pvstate.AdminAction(pv) != jobs.AdminActionWipe {
+		err = fmt.Errorf("its disk is held until an admin sets %s", jobs.AnnAdminAction)
+	}
+	if err != nil {
 		r.Recorder.Eventf(pv, v1.EventTypeWarning, "CleanupRefused", "Volume is not wiped: %v; the PV stays %s", err, pv.Status.Phase)
 		return fmt.Errorf("cannot queue cleanup of PV %s: %w", pv.Name, err)
 	}
@@ -119,6 +135,9 @@ func (r *runner) Ensure(ctx context.Context, pv *v1.PersistentVolume) error {
 // discovery publishes the clean disk again.
 func (r *runner) finishCleanup(ctx context.Context, pv *v1.PersistentVolume, job *batchv1.Job, js []*batchv1.Job) error {
 	r.observeCleanup(job, "succeeded")
+	if err := r.finishReturnedDisk(ctx, job); err != nil {
+		return err
+	}
 	if err := r.Ops.RemoveFinalizer(ctx, pv); err != nil {
 		return err
 	}

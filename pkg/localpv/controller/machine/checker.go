@@ -8,13 +8,11 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	coreclient "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvstate"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
 )
@@ -42,11 +40,11 @@ type PVs interface {
 
 // Config is what a Checker reads, writes and tells.
 type Config struct {
-	PVs      PVs
-	PVClient coreclient.PersistentVolumesGetter
+	PVs PVs
+	// Marks writes the PVs' marks and recorded machines.
+	Marks    pvstate.Writer
 	Ops      pvops.Interface
 	Recorder record.EventRecorder
-	Clock    clock.PassiveClock
 	// BlockPods says that new pods of a marked PV's claim are refused
 	// (the policy writer blocks them); the Warning then says so.
 	BlockPods bool
@@ -126,10 +124,8 @@ func (c *checker) noteReplacement(node *v1.Node, cur Identity, pvs []string) {
 // record adopts a PV published before machines were recorded for the
 // machine its node runs on now.
 func (c *checker) record(ctx context.Context, pv *v1.PersistentVolume, cur Identity) error {
-	cp := pv.DeepCopy()
-	Set(cp, cur)
-	if _, err := c.PVClient.PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("failed to record the machine of PV %s: %w", pv.Name, err)
+	if _, _, err := c.Marks.Apply(ctx, pv, pvstate.RecordMachine(cur.ID, cur.UUID)); err != nil {
+		return err
 	}
 	klog.FromContext(ctx).V(2).Info("Recorded the machine of a PV", "pv", pv.Name, "machineID", cur.ID, "systemUUID", cur.UUID)
 	return nil
@@ -152,24 +148,15 @@ func (c *checker) handleReplaced(ctx context.Context, node *v1.Node, pv *v1.Pers
 // mark marks a used PV of a replaced machine and warns on it and its
 // claim, once.
 func (c *checker) mark(ctx context.Context, node *v1.Node, pv *v1.PersistentVolume, rec, cur Identity) error {
-	if Marked(pv) {
-		return nil
-	}
-	cp := pv.DeepCopy()
-	cp.Annotations[jobs.AnnMachineReplaced] = c.Clock.Now().UTC().Format("2006-01-02T15:04:05Z")
-	if cp.Labels == nil {
-		cp.Labels = map[string]string{}
-	}
-	cp.Labels[jobs.LabelMachineReplaced] = "true"
-	if _, err := c.PVClient.PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("failed to mark PV %s machine-replaced: %w", pv.Name, err)
+	if _, marked, err := c.Marks.Apply(ctx, pv, pvstate.MarkMachineReplaced); err != nil || !marked {
+		return err
 	}
 	c.MarksChanged()
-	msg := fmt.Sprintf("Node %s now runs on another machine (%s) than this PV's disk (%s); the PV is kept", node.Name, cur, rec)
+	msg := fmt.Sprintf("Node %s runs on a new machine (%s); the PV is kept", node.Name, cur)
 	if c.BlockPods {
-		msg += " and new pods using its claim are refused; delete the claim, or set the PV's " + jobs.AnnMachineID +
-			" and " + jobs.AnnSystemUUID + " annotations to the new machine's to accept its disk"
+		msg += " and new pods using its claim are refused"
 	}
+	msg += ": " + pvstate.MachineReplacedCause(node.Name, pv.Annotations[jobs.AnnHostPath], rec.String())
 	c.Recorder.Eventf(pv, v1.EventTypeWarning, "MachineReplaced", "%s", msg)
 	c.Ops.WarnClaim(ctx, pv, "MachineReplaced", msg, v1.VolumeHealthDataLoss)
 	return nil
@@ -178,11 +165,8 @@ func (c *checker) mark(ctx context.Context, node *v1.Node, pv *v1.PersistentVolu
 // unmark clears the mark of a PV whose machine is back or that an admin
 // handed to the current machine.
 func (c *checker) unmark(ctx context.Context, pv *v1.PersistentVolume) error {
-	cp := pv.DeepCopy()
-	delete(cp.Annotations, jobs.AnnMachineReplaced)
-	delete(cp.Labels, jobs.LabelMachineReplaced)
-	if _, err := c.PVClient.PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("failed to clear the machine-replaced mark of PV %s: %w", pv.Name, err)
+	if _, _, err := c.Marks.Apply(ctx, pv, pvstate.ClearMachineReplaced); err != nil {
+		return err
 	}
 	c.MarksChanged()
 	c.Recorder.Eventf(pv, v1.EventTypeNormal, "MachineMatched", "The PV's machine runs under node %s again; pods may use it", pv.Annotations[jobs.AnnNode])

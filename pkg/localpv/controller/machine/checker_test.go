@@ -15,6 +15,7 @@ import (
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops/pvopstest"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvstate"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 )
 
@@ -109,8 +110,8 @@ func runCheckCase(t *testing.T, tc checkCase) {
 	ops := &pvopstest.Fake{}
 	recorder := record.NewFakeRecorder(10)
 	marks := 0
-	c := machine.New(machine.Config{PVs: pvList{tc.pv}, PVClient: kube.CoreV1(), Ops: ops, Recorder: recorder,
-		Clock: testingclock.NewFakeClock(start), BlockPods: tc.blockPods, MarksChanged: func() { marks++ }})
+	c := machine.New(machine.Config{PVs: pvList{tc.pv}, Marks: pvstate.New(kube.CoreV1(), testingclock.NewFakeClock(start)), Ops: ops, Recorder: recorder,
+		BlockPods: tc.blockPods, MarksChanged: func() { marks++ }})
 	if err := c.Check(ctx, tc.node); err != nil {
 		t.Fatalf("Check: %v", err)
 	}
@@ -148,8 +149,8 @@ func TestReplacementReportedOnce(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	p := markedPV("m1", "u1")
 	recorder := record.NewFakeRecorder(10)
-	c := machine.New(machine.Config{PVs: pvList{p}, PVClient: fake.NewClientset(p).CoreV1(), Ops: &pvopstest.Fake{},
-		Recorder: recorder, Clock: testingclock.NewFakeClock(start), MarksChanged: func() {}})
+	c := machine.New(machine.Config{PVs: pvList{p}, Marks: pvstate.New(fake.NewClientset(p).CoreV1(), testingclock.NewFakeClock(start)), Ops: &pvopstest.Fake{},
+		Recorder: recorder, MarksChanged: func() {}})
 	count := func() int {
 		n := 0
 		for len(recorder.Events) > 0 {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
-	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvstate"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
 	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
 	"github.com/nodeplug/nodeplug/pkg/localpv/validation"
@@ -54,10 +54,8 @@ type State interface {
 
 // Config is what a Publisher reads, writes and tells.
 type Config struct {
-	// Provisioner is the parsed ConfigMap; Params the settings of the
-	// master's Jobs.
+	// Provisioner is the parsed ConfigMap.
 	Provisioner *config.Configuration
-	Params      jobs.Params
 	// ProvisionerName goes into pv.kubernetes.io/provisioned-by; OwnerName
 	// ("<namespace>/<provisioner name>") into the StorageClasses' owner
 	// annotation.
@@ -67,9 +65,11 @@ type Config struct {
 	PVs                        corelisters.PersistentVolumeLister
 	Classes                    storagelisters.StorageClassLister
 	Ops                        pvops.Interface
-	Unwiped                    unwiped.Store
-	Recorder                   record.EventRecorder
-	Clock                      clock.PassiveClock
+	// Marks writes the marks of the master's PVs.
+	Marks    pvstate.Writer
+	Unwiped  unwiped.Store
+	Recorder record.EventRecorder
+	Clock    clock.PassiveClock
 	// MarksChanged is called after a PV was marked or unmarked
 	// disk-replaced or handed to another machine, so that the blocked
 	// claims are written again; VolumeChanged asks for a volume's cleanup

@@ -5,9 +5,11 @@
 // machine's PV is handed over or dropped, a disk already behind a PV (the
 // master's or anyone's; as a whole disk, one of its partitions, or the
 // device of a directory's file system, see once.go) is never published
-// again, a new block device in use is not published, and nothing is published
-// while a cleanup of the path has not succeeded or the disk is remembered
-// as unwiped (it is wiped first). It also deletes or marks the PVs whose
+// again, a new block device in use is not published, and nothing is
+// published while a cleanup of the path has not succeeded; a disk
+// remembered as unwiped gets a held PV, which no claim binds and nothing
+// wipes until an admin says so. Publishing creates no Job. It also deletes
+// or marks the PVs whose
 // volumes the report no longer lists. The rules are in
 // pkg/localpv/README.md ("PVs", "Disk identity").
 package publishing

@@ -5,11 +5,11 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvstate"
 	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
@@ -144,14 +144,15 @@ func (p *publisher) skipDisk(node *v1.Node, v validation.Volume, reason, why str
 // matchPath decides what a reported volume means for the master's PVs at its
 // path. It returns done when the path is settled (a PV is the volume's, or
 // the path must stay unpublished); otherwise the volume may get a new PV.
-func (p *publisher) matchPath(ctx context.Context, node *v1.Node, v validation.Volume, pvs []*v1.PersistentVolume) (bool, error) {
+func (p *publisher) matchPath(ctx context.Context, node *v1.Node, v validation.Volume, t *takenDisks) (bool, error) {
+	pvs := t.at[v.HostPath]
 	cur := machine.Of(node)
 	// This machine's PVs (or PVs whose machine is not recorded) first.
 	for _, pv := range pvs {
 		if machine.Recorded(pv).Differs(cur) {
 			continue
 		}
-		return true, p.matchOwnPath(ctx, pv, v)
+		return true, p.matchOwnPath(ctx, pv, v, t)
 	}
 	for _, pv := range pvs {
 		rec := machine.Recorded(pv)
@@ -167,9 +168,10 @@ func (p *publisher) matchPath(ctx context.Context, node *v1.Node, v validation.V
 			}
 		default:
 			p.skipDisk(node, v, "DiskIdentityUnknown", fmt.Sprintf("PV %s of the machine that ran under this node name before "+
-				"(%s) is at this path, and its disk (%q) cannot be proven to be, or not to be, the disk there now (%q); if it is "+
-				"the same disk, set the PV's %s and %s annotations to the new machine's, if not, delete PV %s",
-				pv.Name, rec, diskOf(pv), v.Volume.ID, jobs.AnnMachineID, jobs.AnnSystemUUID, pv.Name))
+				"(%s) is at this path, and its disk (%q) cannot be proven to be, or not to be, the disk there now (%q); the PV "+
+				"stays marked and nothing is published at the path. If the node was re-imaged with its disks kept, restore its "+
+				"old machine ID; if the disk there is another one, delete the claim and PV %s",
+				pv.Name, rec, diskOf(pv), v.Volume.ID, pv.Name))
 			return true, nil
 		}
 	}
@@ -178,7 +180,7 @@ func (p *publisher) matchPath(ctx context.Context, node *v1.Node, v validation.V
 
 // matchOwnPath handles this machine's PV at a reported path: the same disk
 // keeps it; another disk marks it and gets no PV while it exists.
-func (p *publisher) matchOwnPath(ctx context.Context, pv *v1.PersistentVolume, v validation.Volume) error {
+func (p *publisher) matchOwnPath(ctx context.Context, pv *v1.PersistentVolume, v validation.Volume, t *takenDisks) error {
 	switch identity.Compare(diskOf(pv), v.Volume.ID) {
 	case identity.Same:
 		if err := p.unmarkDiskReplaced(ctx, pv); err != nil {
@@ -187,27 +189,44 @@ func (p *publisher) matchOwnPath(ctx context.Context, pv *v1.PersistentVolume, v
 		return p.clearMissing(ctx, pv)
 	case identity.Unknown:
 		if diskOf(pv) == "" && v.Volume.ID != "" {
-			if err := p.recordDisk(ctx, pv, v.Volume.ID); err != nil {
-				return err
-			}
-			return p.clearMissing(ctx, pv)
+			return p.stampDisk(ctx, pv, v)
 		}
 		if v.Volume.ID == "" {
 			return nil // nothing proves a change; the PV stays as it is
 		}
 	}
-	return p.diskChanged(ctx, pv, v)
+	return p.diskChanged(ctx, pv, v, t)
 }
 
-// recordDisk stamps a PV published before disks were recorded with the
-// identity of the disk its path leads to now.
-func (p *publisher) recordDisk(ctx context.Context, pv *v1.PersistentVolume, id identity.ID) error {
-	cp := pv.DeepCopy()
-	cp.Annotations[jobs.AnnDiskID] = string(id)
-	if _, err := p.Kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("failed to record the disk of PV %s: %w", pv.Name, err)
+// stampDisk records the disk a PV published before disks were recorded
+// leads to, only where it is the PV's own beyond doubt: the PV is never
+// claimed or Bound, and its path was reported without a gap (it is not
+// marked missing). A Released or missing PV is never stamped with whatever
+// is at its path (a disk swapped meanwhile would then be wiped): it waits
+// for an admin, with a CleanupRefused Event. An admin's wipe action on a
+// Released PV records the disk there now, so that it is wiped.
+func (p *publisher) stampDisk(ctx context.Context, pv *v1.PersistentVolume, v validation.Volume) error {
+	missing, isMissing := pv.Annotations[jobs.AnnVolumeMissing]
+	inUse := !isMissing && (pvops.Unclaimed(pv) || pv.Status.Phase == v1.VolumeBound)
+	wipe := pvops.Cleanable(pv) && pvstate.AdminAction(pv) == jobs.AdminActionWipe
+	if !inUse && !wipe {
+		why := fmt.Sprintf("it is %s", pv.Status.Phase)
+		if isMissing {
+			why = "its disk was missing since " + missing
+		}
+		p.Recorder.Eventf(pv, v1.EventTypeWarning, "CleanupRefused", "The PV records no disk identity and %s, so the disk at "+
+			"its path %s now (%s) is not taken for its own and is never wiped for it; check what is there: once the PV is "+
+			"Released, set the annotation %s=%s on it to wipe that disk, or wipe it yourself and delete the PV",
+			why, v.HostPath, v.Volume.ID, jobs.AnnAdminAction, jobs.AdminActionWipe)
+		return nil
 	}
-	klog.FromContext(ctx).V(2).Info("Recorded the disk of a PV", "pv", pv.Name, "disk", id)
+	if _, _, err := p.Marks.Apply(ctx, pv, pvstate.StampDisk(v.Volume.ID)); err != nil {
+		return err
+	}
+	klog.FromContext(ctx).V(2).Info("Recorded the disk of a PV", "pv", pv.Name, "disk", v.Volume.ID, "adminWipe", wipe)
+	if wipe {
+		p.VolumeChanged(pv.Labels[jobs.LabelVolumeID])
+	}
 	return nil
 }
 
@@ -215,7 +234,7 @@ func (p *publisher) recordDisk(ctx context.Context, pv *v1.PersistentVolume, id 
 // than its PV's. An unused PV goes (its disk is gone); a released one is
 // left to its cleanup Job, whose identity check wipes nothing; a used one is
 // kept and marked, and its claim's new pods are refused.
-func (p *publisher) diskChanged(ctx context.Context, pv *v1.PersistentVolume, v validation.Volume) error {
+func (p *publisher) diskChanged(ctx context.Context, pv *v1.PersistentVolume, v validation.Volume, t *takenDisks) error {
 	path := pv.Annotations[jobs.AnnHostPath]
 	switch {
 	case pv.DeletionTimestamp != nil, pvops.Cleanable(pv):
@@ -225,23 +244,16 @@ func (p *publisher) diskChanged(ctx context.Context, pv *v1.PersistentVolume, v 
 			path, v.Volume.ID, diskOf(pv))
 		return p.Ops.Delete(ctx, pv, true, "disk_replaced")
 	}
-	if _, ok := pv.Annotations[jobs.AnnDiskReplaced]; ok {
-		return nil
-	}
-	cp := pv.DeepCopy()
-	cp.Annotations[jobs.AnnDiskReplaced] = p.Clock.Now().UTC().Format("2006-01-02T15:04:05Z")
-	if cp.Labels == nil {
-		cp.Labels = map[string]string{}
-	}
-	cp.Labels[jobs.LabelDiskReplaced] = "true"
-	if _, err := p.Kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("failed to mark PV %s disk-replaced: %w", pv.Name, err)
+	_, wasMarked := pv.Annotations[jobs.AnnDiskReplaced]
+	if _, marked, err := p.Marks.Apply(ctx, pv, pvstate.MarkDiskReplaced(v.Volume.ID)); err != nil || !marked {
+		return err
 	}
 	p.MarksChanged()
-	metrics.DiskReplacements.Inc()
-	msg := fmt.Sprintf("The path %s now leads to another disk (%s) than this PV's (%s); the PV is kept, nothing is published at "+
-		"the path while it exists, and new pods of its claim are refused; put the PV's disk back, or delete the claim and the PV",
-		path, v.Volume.ID, diskOf(pv))
+	if !wasMarked {
+		metrics.DiskReplacements.Inc()
+	}
+	msg := "The PV is kept, nothing is published at its path while it exists, and new pods of its claim are refused: " +
+		pvstate.DiskReplacedCause(path, diskOf(pv), v.Volume.ID, t.ids[v.Volume.ID])
 	p.Recorder.Eventf(pv, v1.EventTypeWarning, "DiskReplaced", "%s", msg)
 	p.Ops.WarnClaim(ctx, pv, "DiskReplaced", msg, v1.VolumeHealthDataLoss)
 	return nil
@@ -252,11 +264,8 @@ func (p *publisher) unmarkDiskReplaced(ctx context.Context, pv *v1.PersistentVol
 	if _, ok := pv.Annotations[jobs.AnnDiskReplaced]; !ok {
 		return nil
 	}
-	cp := pv.DeepCopy()
-	delete(cp.Annotations, jobs.AnnDiskReplaced)
-	delete(cp.Labels, jobs.LabelDiskReplaced)
-	if _, err := p.Kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("failed to clear the disk-replaced mark of PV %s: %w", pv.Name, err)
+	if _, _, err := p.Marks.Apply(ctx, pv, pvstate.ClearDiskReplaced); err != nil {
+		return err
 	}
 	p.MarksChanged()
 	p.Recorder.Eventf(pv, v1.EventTypeNormal, "DiskMatched", "The PV's disk is at %s again; pods may use it", pv.Annotations[jobs.AnnHostPath])
@@ -268,12 +277,8 @@ func (p *publisher) unmarkDiskReplaced(ctx context.Context, pv *v1.PersistentVol
 // its path proves to lead to the same disk: a re-imaged node, a regenerated
 // machine ID. No second PV is published for the disk.
 func (p *publisher) adoptDisk(ctx context.Context, node *v1.Node, pv *v1.PersistentVolume, rec, cur machine.Identity) error {
-	cp := pv.DeepCopy()
-	machine.Set(cp, cur)
-	delete(cp.Annotations, jobs.AnnMachineReplaced)
-	delete(cp.Labels, jobs.LabelMachineReplaced)
-	if _, err := p.Kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("failed to hand PV %s to the new machine: %w", pv.Name, err)
+	if _, _, err := p.Marks.Apply(ctx, pv, pvstate.AdoptMachine(cur.ID, cur.UUID)); err != nil {
+		return err
 	}
 	p.MarksChanged()
 	p.VolumeChanged(pv.Labels[jobs.LabelVolumeID])

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,7 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvstate"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
@@ -59,7 +61,7 @@ func (p *publisher) Publish(ctx context.Context, node *v1.Node, res *validation.
 // succeeded. A disk is matched by what it is (its identity), not by its path.
 func (p *publisher) publish(ctx context.Context, node *v1.Node, hostname string, v validation.Volume, taken *takenDisks) error {
 	logger := klog.FromContext(ctx)
-	if done, err := p.matchPath(ctx, node, v, taken.at[v.HostPath]); done || err != nil {
+	if done, err := p.matchPath(ctx, node, v, taken); done || err != nil {
 		return err
 	}
 	cur := machine.Of(node)
@@ -71,7 +73,7 @@ func (p *publisher) publish(ctx context.Context, node *v1.Node, hostname string,
 		return err
 	}
 	if key, d, ok := taken.unwipedFor(node.Name, v.Volume.ID); ok {
-		return p.wipeReturnedDisk(ctx, node, v, key, d)
+		return p.holdReturnedDisk(ctx, node, hostname, v, key, d, taken)
 	}
 	if p.diskUnusable(node, v) || !p.mayPublish(node, v, taken) {
 		return nil
@@ -82,19 +84,8 @@ func (p *publisher) publish(ctx context.Context, node *v1.Node, hostname string,
 		}
 		return err
 	}
-	sc, err := p.Classes.Get(v.Class)
-	if apierrors.IsNotFound(err) {
-		p.Recorder.Eventf(node, v1.EventTypeWarning, "StorageClassNotFound", "StorageClass %s does not exist; volume %s is not published", v.Class, v.HostPath)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if sc.ReclaimPolicy != nil && *sc.ReclaimPolicy == v1.PersistentVolumeReclaimRecycle {
-		p.Recorder.Eventf(node, v1.EventTypeWarning, "UnsupportedReclaimPolicy", "StorageClass %s uses Recycle; use Delete or Retain", v.Class)
-		return nil
-	}
-	if mine, err := p.claimClass(ctx, sc); err != nil || !mine {
+	sc, err := p.ownClass(ctx, node, v)
+	if err != nil || sc == nil {
 		return err
 	}
 	pv := p.buildPV(node, hostname, id, v, sc.ReclaimPolicy, sc.MountOptions)
@@ -108,6 +99,27 @@ func (p *publisher) publish(ctx context.Context, node *v1.Node, hostname string,
 	metrics.PVsCreated.WithLabelValues(v.Class).Inc()
 	logger.V(2).Info("Created PV", "pv", pv.Name, "path", v.HostPath, "class", v.Class, "disk", v.Volume.ID)
 	return nil
+}
+
+// ownClass returns the StorageClass of a volume when this master may
+// publish into it, or nil (with an Event saying why) when it may not.
+func (p *publisher) ownClass(ctx context.Context, node *v1.Node, v validation.Volume) (*storagev1.StorageClass, error) {
+	sc, err := p.Classes.Get(v.Class)
+	if apierrors.IsNotFound(err) {
+		p.Recorder.Eventf(node, v1.EventTypeWarning, "StorageClassNotFound", "StorageClass %s does not exist; volume %s is not published", v.Class, v.HostPath)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if sc.ReclaimPolicy != nil && *sc.ReclaimPolicy == v1.PersistentVolumeReclaimRecycle {
+		p.Recorder.Eventf(node, v1.EventTypeWarning, "UnsupportedReclaimPolicy", "StorageClass %s uses Recycle; use Delete or Retain", v.Class)
+		return nil, nil
+	}
+	if mine, err := p.claimClass(ctx, sc); err != nil || !mine {
+		return nil, err
+	}
+	return sc, nil
 }
 
 func (p *publisher) buildPV(node *v1.Node, hostname, id string, v validation.Volume, reclaim *v1.PersistentVolumeReclaimPolicy,
@@ -215,13 +227,8 @@ func (p *publisher) handleVanished(ctx context.Context, node *v1.Node, res *vali
 
 // markMissing annotates a used PV whose disk is gone, and warns once.
 func (p *publisher) markMissing(ctx context.Context, pv *v1.PersistentVolume) error {
-	if _, ok := pv.Annotations[jobs.AnnVolumeMissing]; ok {
-		return nil
-	}
-	cp := pv.DeepCopy()
-	cp.Annotations[jobs.AnnVolumeMissing] = p.Clock.Now().UTC().Format("2006-01-02T15:04:05Z")
-	if _, err := p.Kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("failed to mark PV %s missing: %w", pv.Name, err)
+	if _, marked, err := p.Marks.Apply(ctx, pv, pvstate.MarkMissing); err != nil || !marked {
+		return err
 	}
 	p.recountMissing(pv.Name, true)
 	msg := fmt.Sprintf("Disk at %s was not found on node %s; the PV is kept because it is %s",
@@ -233,13 +240,8 @@ func (p *publisher) markMissing(ctx context.Context, pv *v1.PersistentVolume) er
 
 // clearMissing removes the missing mark of a PV whose disk is back.
 func (p *publisher) clearMissing(ctx context.Context, pv *v1.PersistentVolume) error {
-	if _, ok := pv.Annotations[jobs.AnnVolumeMissing]; !ok {
-		return nil
-	}
-	cp := pv.DeepCopy()
-	delete(cp.Annotations, jobs.AnnVolumeMissing)
-	if _, err := p.Kube.CoreV1().PersistentVolumes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("failed to clear missing mark of PV %s: %w", pv.Name, err)
+	if _, cleared, err := p.Marks.Apply(ctx, pv, pvstate.ClearMissing); err != nil || !cleared {
+		return err
 	}
 	p.recountMissing(pv.Name, false)
 	p.Recorder.Eventf(pv, v1.EventTypeNormal, "VolumeFound", "Disk at %s is back", pv.Annotations[jobs.AnnHostPath])

@@ -23,6 +23,7 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/publishing"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops/pvopstest"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvstate"
 	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
@@ -182,10 +183,10 @@ func runPublishCase(t *testing.T, tc publishCase) {
 	kube.ClearActions()
 	ops := &pvopstest.Fake{}
 	recorder := record.NewFakeRecorder(20)
-	p := publishing.New(publishing.Config{Provisioner: cfg, Params: jobs.Params{Namespace: "lpv"}, ProvisionerName: provisioner,
+	p := publishing.New(publishing.Config{Provisioner: cfg, ProvisionerName: provisioner,
 		OwnerName: "lpv/" + provisioner, Kube: kube, State: &tc.state,
 		PVs:     corelisters.NewPersistentVolumeLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
-		Classes: storagelisters.NewStorageClassLister(classes), Ops: ops, Unwiped: unwiped.New(kube, "lpv", testingclock.NewFakeClock(start)),
+		Classes: storagelisters.NewStorageClassLister(classes), Ops: ops, Marks: pvstate.New(kube.CoreV1(), testingclock.NewFakeClock(start)), Unwiped: unwiped.New(kube, "lpv", testingclock.NewFakeClock(start)),
 		Recorder: recorder, Clock: testingclock.NewFakeClock(start), MarksChanged: func() {}, VolumeChanged: func(string) {}})
 	node := tc.node
 	if node == nil {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvstate"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
@@ -17,30 +18,38 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/validation"
 )
 
-// wipeReturnedDisk handles a reported volume whose disk is remembered as
-// unwiped: it is not published; a cleanup Job, checked against the disk's
-// identity like any other, wipes it first, and the next report publishes it.
-func (p *publisher) wipeReturnedDisk(ctx context.Context, node *v1.Node, v validation.Volume, key string, d unwiped.Disk) error {
-	cur := machine.Of(node)
-	volID := naming.MachineVolumeID(node.Name, v.HostPath, cur.ID, cur.UUID)
+// holdReturnedDisk handles a reported volume whose disk is remembered as
+// unwiped: a tenant's data is still on it, and whether that data is to be
+// wiped or kept (a node rebuilt with its disks) is an admin's decision. Its
+// PV is created held (package pvstate): Released to a claim that never
+// exists, so no claim binds it and no cleanup wipes it until an admin sets
+// the admin-action annotation on it.
+func (p *publisher) holdReturnedDisk(ctx context.Context, node *v1.Node, hostname string, v validation.Volume, key string,
+	d unwiped.Disk, taken *takenDisks) error {
 	if locked, err := p.State.PathLocked(node.Name, v.HostPath); err != nil || locked {
-		return err // its wipe runs, or failed and is retried
+		return err // a wipe of the path runs, or failed and is retried
 	}
-	js, err := p.State.CleanupJobs(volID)
-	if err != nil {
+	sc, err := p.ownClass(ctx, node, v)
+	if err != nil || sc == nil {
 		return err
 	}
-	t := jobs.CleanupTarget{PVName: d.PV, NodeName: node.Name, Class: v.Class, Kind: v.Volume.Kind, HostPath: v.HostPath,
-		Mount: v.Config, VolumeID: volID, MachineID: cur.ID, SystemUUID: cur.UUID, DiskID: v.Volume.ID}
-	job := jobs.CleanupJob(p.Params, p.Provisioner, t, jobs.NextAttempt(js))
-	job.Annotations[jobs.AnnUnwipedDisk] = key
-	if _, err := p.Kube.BatchV1().Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("failed to create the cleanup Job of returned disk %s: %w", v.HostPath, err)
+	cur := machine.Of(node)
+	id := naming.MachineVolumeID(node.Name, v.HostPath, cur.ID, cur.UUID)
+	pv, _ := pvstate.Hold(key).Preview(p.buildPV(node, hostname, id, v, nil, sc.MountOptions), p.Clock.Now())
+	if _, err := p.Kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return fmt.Errorf("failed to create the held PV of returned disk %s: %w", v.HostPath, err)
 	}
-	metrics.JobsCreated.WithLabelValues(metrics.KindCleanup).Inc()
-	p.Recorder.Eventf(node, v1.EventTypeWarning, "UnwipedDiskReturned",
-		"Disk %s at %s held the data of PV %s, which was dropped without a wipe (%s, %s at %s); cleanup Job %s wipes it before it is published",
-		v.Volume.ID, v.HostPath, d.PV, d.Reason, d.Node, d.Path, job.Name)
-	klog.FromContext(ctx).V(2).Info("Wiping a returned unwiped disk", "path", v.HostPath, "pv", d.PV, "job", klog.KObj(job))
+	taken.add(v, "PV "+pv.Name)
+	metrics.HeldDisks.Inc()
+	msg := fmt.Sprintf("Disk %s at %s held the data of PV %s, which was dropped without a wipe (%s, node %s, path %s); "+
+		"it is held: not published for claims and not wiped. Set the annotation %s=%s on PV %s to wipe it, or %s=%s to "+
+		"publish it again with its data", v.Volume.ID, v.HostPath, d.PV, d.Reason, d.Node, d.Path,
+		jobs.AnnAdminAction, jobs.AdminActionWipe, pv.Name, jobs.AnnAdminAction, jobs.AdminActionKeep)
+	p.Recorder.Eventf(node, v1.EventTypeWarning, "DiskHeld", "%s", msg)
+	p.Recorder.Eventf(pv, v1.EventTypeWarning, "DiskHeld", "%s", msg)
+	klog.FromContext(ctx).Info("Holding a returned unwiped disk for an admin", "path", v.HostPath, "pv", pv.Name, "droppedPV", d.PV)
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvstate"
 )
 
 // maxHealthMessage is the API's bound of a volume health condition message.
@@ -16,8 +18,8 @@ const maxHealthMessage = 1024
 
 func (o *ops) WarnClaim(ctx context.Context, pv *v1.PersistentVolume, reason, msg string, status v1.VolumeHealthStatusType) {
 	ref := pv.Spec.ClaimRef
-	if ref == nil {
-		return
+	if ref == nil || ref.UID == pvstate.HeldClaimUID {
+		return // no claim, or the held claim, which never exists
 	}
 	o.recorder.Eventf(&v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: ref.Namespace, UID: ref.UID}},
 		v1.EventTypeWarning, reason, "PV %s: %s", pv.Name, msg)
@@ -29,7 +31,7 @@ func (o *ops) WarnClaim(ctx context.Context, pv *v1.PersistentVolume, reason, ms
 }
 
 func (o *ops) ClearClaimHealth(ctx context.Context, pv *v1.PersistentVolume) {
-	if ref := pv.Spec.ClaimRef; ref != nil {
+	if ref := pv.Spec.ClaimRef; ref != nil && ref.UID != pvstate.HeldClaimUID {
 		o.patchClaimHealth(ctx, ref, nil)
 	}
 }

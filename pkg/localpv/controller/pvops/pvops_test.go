@@ -18,6 +18,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvstate"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 )
 
@@ -131,5 +132,12 @@ func TestClaimHealth(t *testing.T) {
 	ops.ClearClaimHealth(ctx, unclaimed)
 	if len(kube.Actions()) != 0 || len(recorder.Events) != 0 {
 		t.Errorf("a PV without a claim wrote %v", kube.Actions())
+	}
+
+	held, _ := pvstate.Hold("disk-1").Preview(testPV(), start)
+	ops.WarnClaim(ctx, held, "VolumeMissing", "gone", v1.VolumeHealthInaccessible)
+	ops.ClearClaimHealth(ctx, held)
+	if len(kube.Actions()) != 0 || len(recorder.Events) != 0 {
+		t.Errorf("a held PV warned its claim, which never exists: %v", kube.Actions())
 	}
 }

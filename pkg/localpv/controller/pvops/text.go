@@ -19,8 +19,10 @@ func Unclaimed(pv *v1.PersistentVolume) bool {
 }
 
 // Cleanable reports whether a PV's disk must be wiped before reuse: it is
-// Released or Failed under the Delete reclaim policy.
+// Released or Failed, by a claim it still names, under the Delete reclaim
+// policy. A Released PV without a claimRef is on its way to Available (an
+// admin let it go with its data) and is never wiped.
 func Cleanable(pv *v1.PersistentVolume) bool {
-	return pv.Spec.PersistentVolumeReclaimPolicy == v1.PersistentVolumeReclaimDelete &&
+	return pv.Spec.PersistentVolumeReclaimPolicy == v1.PersistentVolumeReclaimDelete && pv.Spec.ClaimRef != nil &&
 		(pv.Status.Phase == v1.VolumeReleased || pv.Status.Phase == v1.VolumeFailed)
 }

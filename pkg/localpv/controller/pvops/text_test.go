@@ -57,17 +57,23 @@ func TestCleanable(t *testing.T) {
 		name   string
 		policy v1.PersistentVolumeReclaimPolicy
 		phase  v1.PersistentVolumePhase
+		noRef  bool
 		want   bool
 	}{
 		{name: "released Delete", policy: v1.PersistentVolumeReclaimDelete, phase: v1.VolumeReleased, want: true},
 		{name: "failed Delete", policy: v1.PersistentVolumeReclaimDelete, phase: v1.VolumeFailed, want: true},
 		{name: "bound Delete", policy: v1.PersistentVolumeReclaimDelete, phase: v1.VolumeBound},
 		{name: "released Retain", policy: v1.PersistentVolumeReclaimRetain, phase: v1.VolumeReleased},
+		{name: "released without a claimRef: let go by an admin, on its way to Available", policy: v1.PersistentVolumeReclaimDelete,
+			phase: v1.VolumeReleased, noRef: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			pv := &v1.PersistentVolume{Spec: v1.PersistentVolumeSpec{PersistentVolumeReclaimPolicy: tc.policy},
 				Status: v1.PersistentVolumeStatus{Phase: tc.phase}}
+			if !tc.noRef {
+				pv.Spec.ClaimRef = &v1.ObjectReference{Namespace: "default", Name: "claim", UID: "claim-uid"}
+			}
 			if got := pvops.Cleanable(pv); got != tc.want {
 				t.Errorf("Cleanable = %t, want %t", got, tc.want)
 			}

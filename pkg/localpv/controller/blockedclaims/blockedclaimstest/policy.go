@@ -2,6 +2,7 @@ package blockedclaimstest
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/google/cel-go/cel"
@@ -50,4 +51,15 @@ func Eval(t testing.TB, expr string) map[string]string {
 		t.Fatalf("expression %q is not a map of strings: %v", expr, err)
 	}
 	return native.(map[string]string)
+}
+
+// PVNames maps each blocked claim to the PV its value names
+// (blockedclaims.Value: "PV <name>, because <cause>").
+func PVNames(claims map[string]string) map[string]string {
+	out := make(map[string]string, len(claims))
+	for k, v := range claims {
+		name, _, _ := strings.Cut(strings.TrimPrefix(v, "PV "), ", because ")
+		out[k] = name
+	}
+	return out
 }
