@@ -19,6 +19,7 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/publishing"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops/pvopstest"
+	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvstate"
 	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
@@ -175,10 +176,10 @@ blk: {hostDir: /mnt/blk, mountDir: /mnt/blk, volumeMode: Block, blockCleanerComm
 	kube.ClearActions()
 	recorder := record.NewFakeRecorder(100)
 	state := &fakeState{onNode: pvs}
-	p := publishing.New(publishing.Config{Provisioner: cfg, Params: jobs.Params{Namespace: "lpv"}, ProvisionerName: provisioner,
+	p := publishing.New(publishing.Config{Provisioner: cfg, ProvisionerName: provisioner,
 		OwnerName: "lpv/" + provisioner, Kube: kube, State: state,
 		PVs:     corelisters.NewPersistentVolumeLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
-		Classes: storagelisters.NewStorageClassLister(classes), Ops: &pvopstest.Fake{}, Unwiped: unwiped.New(kube, "lpv", testingclock.NewFakeClock(start)),
+		Classes: storagelisters.NewStorageClassLister(classes), Ops: &pvopstest.Fake{}, Marks: pvstate.New(kube.CoreV1(), testingclock.NewFakeClock(start)), Unwiped: unwiped.New(kube, "lpv", testingclock.NewFakeClock(start)),
 		Recorder: recorder, Clock: testingclock.NewFakeClock(start), MarksChanged: func() {}, VolumeChanged: func(string) {}})
 	res, err := validation.Check(cfg, "a", "a", r)
 	if err != nil {
