@@ -162,9 +162,9 @@ type Refusal struct {
 // Error names the disk found, the PV whose disk it is when known, and the
 // fix.
 func (r *Refusal) Error() string {
-	done := "nothing was mounted or written. "
-	fix := fmt.Sprintf("Restore the mount: put PV %s's own disk back at %s; pods using the PV then start on their own, "+
-		"with no change to the PV", r.PV, r.Path)
+	const done = "nothing was mounted or written. "
+	const then = "; pods using the PV then start on their own, with no change to the PV"
+	fix := fmt.Sprintf("Restore the mount: put PV %s's own disk back at %s", r.PV, r.Path)
 	switch r.Reason {
 	case ReasonMismatch:
 		other := "a disk that no local PV mounted on this node was published for"
@@ -172,12 +172,12 @@ func (r *Refusal) Error() string {
 			other = fmt.Sprintf("the disk of PV %s", r.Owner)
 			fix += fmt.Sprintf(" (and PV %s's disk at its own path)", r.Owner)
 		}
-		return fmt.Sprintf("local PV %s refused: %s leads to disk %s, %s, not to the PV's disk %s; %s%s",
-			r.PV, r.Path, r.Found, other, r.Recorded, done, fix)
+		return fmt.Sprintf("local PV %s refused: %s leads to disk %s, %s, not to the PV's disk %s; %s%s%s",
+			r.PV, r.Path, r.Found, other, r.Recorded, done, fix, then)
 	case ReasonNotMounted:
 		return fmt.Sprintf("local PV %s refused: %s holds a file system that is not on %s, the PV's disk %s (%v); %s"+
-			"Unmount %s so that the kubelet mounts the PV's disk there; pods using the PV then start on their own, with no change to the PV",
-			r.PV, r.MountPath, r.Path, r.Recorded, r.ReadErr, done, r.MountPath)
+			"Unmount %s so that the kubelet mounts the PV's disk there%s",
+			r.PV, r.MountPath, r.Path, r.Recorded, r.ReadErr, done, r.MountPath, then)
 	}
 	what := fmt.Sprintf("found %s, which cannot be compared with it", r.Found)
 	if r.ReadErr != nil {
@@ -185,8 +185,8 @@ func (r *Refusal) Error() string {
 	} else if r.Found == "" {
 		what = "what it leads to reports no identity"
 	}
-	return fmt.Sprintf("local PV %s refused: cannot prove that %s leads to the PV's disk %s: %s; %s%s",
-		r.PV, r.Path, r.Recorded, what, done, fix)
+	return fmt.Sprintf("local PV %s refused: cannot prove that %s leads to the PV's disk %s: %s; %s%s%s",
+		r.PV, r.Path, r.Recorded, what, done, fix, then)
 }
 
 // Unwrap returns why the current identity could not be read.
