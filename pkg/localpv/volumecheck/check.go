@@ -34,8 +34,29 @@ type Reader func(path string) (identity.ID, error)
 const maxOwners = 4096
 
 // Checker compares local PVs' recorded disk identities with what their
-// paths lead to. It is safe for concurrent use.
-type Checker struct {
+// paths lead to. It is safe for concurrent use; it changes nothing on the
+// node, and blocks only on reading the identity (a stat, an open and an
+// ioctl of the path, or sysfs).
+type Checker interface {
+	// Check proves that pv's spec.local.path leads to the disk pv
+	// recorded. It returns nil when it does, when pv is not a local PV or
+	// recorded no identity, and when a weak recorded identity cannot be
+	// compared; else a *Refusal (counted and logged).
+	Check(pv *v1.PersistentVolume) error
+	// CheckMounted proves, for a local PV whose path leads to a block
+	// device, that the file system at mountPath (the kubelet's device
+	// mount path) is the one on that device. It returns nil for PVs
+	// without a recorded identity and for directory PVs.
+	CheckMounted(pv *v1.PersistentVolume, mountPath string) error
+	// Observe remembers which disk a local PV was published for, so that
+	// a later refusal can name the PV whose disk a path leads to.
+	Observe(pv *v1.PersistentVolume)
+	// Recorded returns the disk identity a PV recorded, or the unknown
+	// identity when it recorded none or an invalid one.
+	Recorded(pv *v1.PersistentVolume) identity.ID
+}
+
+type checker struct {
 	logger klog.Logger
 	read   Reader
 
@@ -47,16 +68,17 @@ type Checker struct {
 
 // New returns a Checker that reads identities with read (PathReader("")
 // when nil) and logs with logger.
-func New(logger klog.Logger, read Reader) *Checker {
+func New(logger klog.Logger, read Reader) Checker {
 	if read == nil {
 		read = PathReader("")
 	}
-	return &Checker{logger: logger, read: read, owners: map[identity.ID]string{}}
+	return &checker{logger: logger, read: read, owners: map[identity.ID]string{}}
 }
 
-// Recorded returns the disk identity a PV recorded, or the unknown
-// identity when it recorded none or an invalid one.
-func (c *Checker) Recorded(pv *v1.PersistentVolume) identity.ID {
+var _ Checker = &checker{}
+
+// Recorded implements Checker.
+func (c *checker) Recorded(pv *v1.PersistentVolume) identity.ID {
 	if pv == nil {
 		return ""
 	}
@@ -68,9 +90,8 @@ func (c *Checker) Recorded(pv *v1.PersistentVolume) identity.ID {
 	return id
 }
 
-// Observe remembers which disk a local PV was published for, so that a
-// later refusal can name the PV whose disk a path leads to.
-func (c *Checker) Observe(pv *v1.PersistentVolume) {
+// Observe implements Checker.
+func (c *checker) Observe(pv *v1.PersistentVolume) {
 	id := c.Recorded(pv)
 	if id == "" || pv.Spec.Local == nil {
 		return
@@ -87,7 +108,7 @@ func (c *Checker) Observe(pv *v1.PersistentVolume) {
 }
 
 // owner returns the name of the PV other than self that recorded id.
-func (c *Checker) owner(id identity.ID, self string) string {
+func (c *checker) owner(id identity.ID, self string) string {
 	if id == "" {
 		return ""
 	}
@@ -99,11 +120,8 @@ func (c *Checker) owner(id identity.ID, self string) string {
 	return ""
 }
 
-// Check proves that pv's spec.local.path leads to the disk pv recorded. It
-// returns nil when it does, when pv is not a local PV or recorded no
-// identity, and when a weak recorded identity cannot be compared; else a
-// *Refusal.
-func (c *Checker) Check(pv *v1.PersistentVolume) error {
+// Check implements Checker.
+func (c *checker) Check(pv *v1.PersistentVolume) error {
 	if pv == nil || pv.Spec.Local == nil {
 		return nil
 	}
@@ -135,7 +153,7 @@ func (c *Checker) Check(pv *v1.PersistentVolume) error {
 }
 
 // refuse counts and logs a refusal and returns it.
-func (c *Checker) refuse(r *Refusal) error {
+func (c *checker) refuse(r *Refusal) error {
 	refusals.WithLabelValues(string(r.Reason)).Inc()
 	c.logger.Info("Refusing to mount a local PV: its path does not lead to its disk", "pv", r.PV, "path", r.Path,
 		"reason", r.Reason, "recorded", r.Recorded, "found", r.Found, "owner", r.Owner, "err", r.ReadErr)
@@ -192,11 +210,8 @@ func (r *Refusal) Error() string {
 // Unwrap returns why the current identity could not be read.
 func (r *Refusal) Unwrap() error { return r.ReadErr }
 
-// CheckMounted proves, for a local PV whose path leads to a block device,
-// that the file system at mountPath (the kubelet's device mount path) is
-// the one on that device. It returns nil for PVs without a recorded
-// identity and for directory PVs.
-func (c *Checker) CheckMounted(pv *v1.PersistentVolume, mountPath string) error {
+// CheckMounted implements Checker.
+func (c *checker) CheckMounted(pv *v1.PersistentVolume, mountPath string) error {
 	if pv == nil || pv.Spec.Local == nil || c.Recorded(pv) == "" {
 		return nil
 	}

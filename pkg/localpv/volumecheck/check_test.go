@@ -170,7 +170,7 @@ func TestOwnerIndexIsBounded(t *testing.T) {
 	for i := range maxOwners + 10 {
 		c.Observe(localPV("pv", "/p", identity.WWN("naa."+strconv.Itoa(i))))
 	}
-	if n := len(c.owners); n > maxOwners {
+	if n := len(c.(*checker).owners); n > maxOwners {
 		t.Fatalf("index holds %d disks, bound is %d", n, maxOwners)
 	}
 }

@@ -17,7 +17,7 @@ const PluginName = "kubernetes.io/local-volume"
 // Wrap returns plugins with the local plugin replaced by one that proves
 // each PV's disk with check before a pod sees it. It returns an error if
 // there is no local plugin.
-func Wrap(plugins []volume.VolumePlugin, check *volumecheck.Checker) ([]volume.VolumePlugin, error) {
+func Wrap(plugins []volume.VolumePlugin, check volumecheck.Checker) ([]volume.VolumePlugin, error) {
 	out := make([]volume.VolumePlugin, len(plugins))
 	found := false
 	for i, p := range plugins {
@@ -49,7 +49,7 @@ type upstreamLocal interface {
 
 type plugin struct {
 	upstreamLocal
-	check *volumecheck.Checker
+	check volumecheck.Checker
 }
 
 var _ upstreamLocal = &plugin{}
@@ -143,7 +143,7 @@ func (m *mounter) prove() error {
 
 type deviceMounter struct {
 	volume.DeviceMounter
-	check *volumecheck.Checker
+	check volumecheck.Checker
 }
 
 // MountDevice proves a block device before the wrapped MountDevice
@@ -172,7 +172,7 @@ func (d *deviceMounter) ProveDevice(spec *volume.Spec) error {
 
 type mapper struct {
 	volume.CustomBlockVolumeMapper
-	check *volumecheck.Checker
+	check volumecheck.Checker
 	pv    *v1.PersistentVolume
 }
 
