@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -145,10 +146,10 @@ func unmountBelow(t testing.TB, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := len(infos) - 1; i >= 0; i-- {
-		if strings.HasPrefix(infos[i].MountPoint, dir+string(filepath.Separator)) {
-			if err := unix.Unmount(infos[i].MountPoint, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
-				t.Errorf("failed to unmount %s: %v", infos[i].MountPoint, err)
+	for _, mi := range slices.Backward(infos) {
+		if strings.HasPrefix(mi.MountPoint, dir+string(filepath.Separator)) {
+			if err := unix.Unmount(mi.MountPoint, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+				t.Errorf("failed to unmount %s: %v", mi.MountPoint, err)
 			}
 		}
 	}
@@ -157,11 +158,11 @@ func unmountBelow(t testing.TB, dir string) {
 // isMountPoint reports whether something is mounted at dir.
 func isMountPoint(t *testing.T, dir string) bool {
 	t.Helper()
-	notMnt, err := mount.IsNotMountPoint(mount.New(""), dir)
+	mnt, err := mount.New("").IsMountPoint(dir)
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
-	return err == nil && !notMnt
+	return err == nil && mnt
 }
 
 // refusal returns err as a refusal of reason, or fails t.

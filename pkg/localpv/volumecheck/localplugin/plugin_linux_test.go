@@ -3,6 +3,7 @@
 package localplugin
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -162,7 +163,7 @@ func TestSwappedBlockDevicesRefused(t *testing.T) {
 func blkidType(t *testing.T, dev string) string {
 	t.Helper()
 	out, err := exec.Command("blkid", "-p", "-o", "value", "-s", "TYPE", dev).Output()
-	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 2 {
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) && ee.ExitCode() == 2 {
 		return ""
 	}
 	if err != nil {
