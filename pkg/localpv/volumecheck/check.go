@@ -92,8 +92,14 @@ func (c *checker) Recorded(pv *v1.PersistentVolume) identity.ID {
 
 // Observe implements Checker.
 func (c *checker) Observe(pv *v1.PersistentVolume) {
-	id := c.Recorded(pv)
-	if id == "" || pv.Spec.Local == nil {
+	if pv != nil && pv.Spec.Local != nil {
+		c.observe(pv.Name, c.Recorded(pv))
+	}
+}
+
+// observe records that PV name recorded disk id.
+func (c *checker) observe(name string, id identity.ID) {
+	if id == "" {
 		return
 	}
 	c.mu.Lock()
@@ -104,7 +110,7 @@ func (c *checker) Observe(pv *v1.PersistentVolume) {
 			break
 		}
 	}
-	c.owners[id] = pv.Name
+	c.owners[id] = name
 }
 
 // owner returns the name of the PV other than self that recorded id.
@@ -125,11 +131,11 @@ func (c *checker) Check(pv *v1.PersistentVolume) error {
 	if pv == nil || pv.Spec.Local == nil {
 		return nil
 	}
-	c.Observe(pv)
 	recorded := c.Recorded(pv)
 	if recorded == "" {
 		return nil
 	}
+	c.observe(pv.Name, recorded)
 	path := pv.Spec.Local.Path
 	found, err := c.read(path)
 	r := &Refusal{PV: pv.Name, Path: path, Recorded: recorded, Found: found, ReadErr: err}
