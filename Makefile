@@ -6,7 +6,7 @@ GO_TEST_FLAGS ?=
 E2E_UPSTREAM_FLAGS ?=
 LINT_FLAGS ?=
 # The nodeplug designs compiled into the kubelet and kube-controller-manager
-# by `make build`: all, none, or some of flexdiscovery mountpods pluginwatcher
+# by `make build`: all, none, or some of flexdiscovery mountpods pluginwatcher localpvcheck
 # (docs/drop-in.md, "Choosing designs at build time").
 DESIGNS ?= $(or $(NODEPLUG_DESIGNS),all)
 

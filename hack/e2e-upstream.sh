@@ -19,7 +19,7 @@ export NODES=${NODES:-3}
 # Every experimental feature, as hack/e2e.sh sets them. The plugin
 # watcher's directory is each node's own; the default StorageClass's driver
 # registers there (hack/lib/default-storageclass.sh).
-export KUBELET_EXTRA_FLAGS=${KUBELET_EXTRA_FLAGS-"--experimental-flexvolume-discovery --experimental-mount-namespace=kube-mount --experimental-plugin-registration-dir=/var/lib/kubelet/plugins_registry_nodeplug"}
+export KUBELET_EXTRA_FLAGS=${KUBELET_EXTRA_FLAGS-"--experimental-flexvolume-discovery --experimental-mount-namespace=kube-mount --experimental-plugin-registration-dir=/var/lib/kubelet/plugins_registry_nodeplug --experimental-local-volume-identity-check"}
 export KUBELET_HIDDEN_UTILITIES=${KUBELET_HIDDEN_UTILITIES-"mkfs* mke2fs fsck* e2fsck blkid"}
 export KCM_EXTRA_FLAGS=${KCM_EXTRA_FLAGS-"--experimental-flexvolume-discovery --experimental-mount-namespace=kube-mount --experimental-mount-pod-driver-dir=${LOCAL_UP_DIR}/kcm-mount-pod-drivers"}
 source "${NODEPLUG_ROOT}/hack/lib/cluster.sh"

@@ -21,7 +21,7 @@ else
   E2E_PLUGIN_REGISTRATION_DIR=${LOCAL_UP_DIR}/kubelet/plugins_registry_nodeplug
 fi
 export E2E_PLUGIN_REGISTRATION_DIR
-export KUBELET_EXTRA_FLAGS=${KUBELET_EXTRA_FLAGS-${E2E_KUBELET_FLAGS:---experimental-flexvolume-discovery --experimental-plugin-registration-dir=${E2E_PLUGIN_REGISTRATION_DIR} --experimental-mount-namespace=kube-mount}}
+export KUBELET_EXTRA_FLAGS=${KUBELET_EXTRA_FLAGS-${E2E_KUBELET_FLAGS:---experimental-flexvolume-discovery --experimental-plugin-registration-dir=${E2E_PLUGIN_REGISTRATION_DIR} --experimental-mount-namespace=kube-mount --experimental-local-volume-identity-check}}
 # The kubelet runs without mkfs, fsck and blkid: the mount-utilities e2e
 # proves that they run in mount pods.
 export KUBELET_HIDDEN_UTILITIES=${KUBELET_HIDDEN_UTILITIES-"mkfs* mke2fs fsck* e2fsck blkid"}

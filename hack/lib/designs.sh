@@ -5,7 +5,7 @@
 # out; no tag builds every design.
 
 # NP_DESIGNS: every design, in the order --version lists them.
-NP_DESIGNS=(flexdiscovery mountpods pluginwatcher)
+NP_DESIGNS=(flexdiscovery mountpods pluginwatcher localpvcheck)
 
 # np::designs::tags SET: prints the -tags value that builds exactly SET, a
 # list of designs separated by spaces or commas, "all" or "none"; empty is

@@ -18,7 +18,9 @@ import (
 // are DynamicPluginProber, Mounter/HostUtil/Subpather, VolumePlugins and
 // Options. Each compiled-in design that the flags switch on changes them in
 // turn (NodeplugOptions); --experimental-mount-namespace replaces Mounter,
-// the local plugin in VolumePlugins and the flexvolume prober. With no
+// the local plugin in VolumePlugins and the flexvolume prober;
+// --experimental-local-volume-identity-check wraps the local plugin (around
+// mount pods' wrapper when both are on). With no
 // nodeplug flag set it changes nothing.
 //
 // Work that needs the running kubelet (its event recorder, its initialised

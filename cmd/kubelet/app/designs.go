@@ -16,7 +16,8 @@ import (
 // design is one nodeplug design compiled into this kubelet (pkg/designs).
 // Each lives in files built unless its tag is given (flexdiscovery.go:
 // nodeplug_no_flexdiscovery, pluginwatcher.go: nodeplug_no_pluginwatcher,
-// mountpods.go: nodeplug_no_mountpods); the file built with the tag
+// mountpods.go: nodeplug_no_mountpods, localpvcheck.go:
+// nodeplug_no_localpvcheck); the file built with the tag
 // instead returns no design. Validate gets the kubelet's --root-dir.
 type design = designs.Design[startFunc]
 
@@ -31,7 +32,9 @@ type startFunc func(ctx context.Context, s *options.KubeletServer, deps *kubelet
 type NodeplugOptions struct {
 	// The designs' hooks run in this order: mount pods hand flexvolume
 	// discovery the runner of drivers before it starts, and the kubelet
-	// Options they append run in the same order.
+	// Options they append run in the same order. The local volume
+	// identity check wraps the local plugin last, around mount pods'
+	// wrapper when both are on (either order works).
 	*designs.List[startFunc]
 }
 
@@ -39,7 +42,7 @@ type NodeplugOptions struct {
 // feature off.
 func NewNodeplugOptions() *NodeplugOptions {
 	flex := newFlexDrivers()
-	return &NodeplugOptions{designs.NewList(newFlexDiscovery(flex), newMountPods(flex), flex.design(), newPluginWatcher())}
+	return &NodeplugOptions{designs.NewList(newFlexDiscovery(flex), newMountPods(flex), flex.design(), newPluginWatcher(), newLocalPVCheck())}
 }
 
 // NamedFlagSet returns nodeplug's flags as their own section of --help;

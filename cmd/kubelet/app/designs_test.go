@@ -14,20 +14,23 @@ func TestNodeplugOptionsValidate(t *testing.T) {
 		wantErr  string
 		alsoWant []string
 	}{
-		"defaults":                   {},
-		"own registration dir":       {args: []string{"--experimental-plugin-name-policy=Reject", "--experimental-plugin-registration-dir=/var/lib/kubelet/nodeplug_registry"}, needs: []string{"pluginwatcher"}},
-		"upstream's registry dir":    {args: []string{"--experimental-plugin-registration-dir=/var/lib/kubelet/plugins_registry/"}, needs: []string{"pluginwatcher"}, wantErr: "upstream's plugin manager directory"},
-		"parent of upstream's dir":   {args: []string{"--experimental-plugin-registration-dir=/var/lib/kubelet"}, needs: []string{"pluginwatcher"}, wantErr: "upstream's plugin manager directory"},
-		"inside upstream's dir":      {args: []string{"--experimental-plugin-registration-dir=/var/lib/kubelet/plugins_registry/x"}, needs: []string{"pluginwatcher"}, wantErr: "upstream's plugin manager directory"},
-		"sibling with same prefix":   {args: []string{"--experimental-plugin-registration-dir=/var/lib/kubelet/plugins_registry_nodeplug"}, needs: []string{"pluginwatcher"}},
-		"relative registration dir":  {args: []string{"--experimental-plugin-registration-dir=registry"}, needs: []string{"pluginwatcher"}, wantErr: "not an absolute path"},
-		"empty policy":               {args: []string{"--experimental-plugin-name-policy="}, needs: []string{"pluginwatcher"}, wantErr: "not one of Warn, Reject"},
-		"mount namespace":            {args: []string{"--experimental-mount-namespace=kube-mount"}, needs: []string{"mountpods"}},
-		"bad mount namespace":        {args: []string{"--experimental-mount-namespace=Kube_Mount"}, needs: []string{"mountpods"}, wantErr: "--experimental-mount-namespace"},
-		"flex call timeout":          {args: []string{"--experimental-flex-call-timeout=10m"}, needs: []string{"flexdiscovery"}},
-		"negative flex call timeout": {args: []string{"--experimental-flex-call-timeout=-1s"}, needs: []string{"flexdiscovery"}, wantErr: "--experimental-flex-call-timeout"},
-		"negative init timeout":      {args: []string{"--experimental-flex-init-timeout=-1s"}, needs: []string{"mountpods"}, wantErr: "--experimental-flex-init-timeout"},
-		"negative exec timeout":      {args: []string{"--experimental-mount-pod-exec-timeout=-1s"}, needs: []string{"mountpods"}, wantErr: "--experimental-mount-pod-exec-timeout"},
+		"defaults":                    {},
+		"own registration dir":        {args: []string{"--experimental-plugin-name-policy=Reject", "--experimental-plugin-registration-dir=/var/lib/kubelet/nodeplug_registry"}, needs: []string{"pluginwatcher"}},
+		"upstream's registry dir":     {args: []string{"--experimental-plugin-registration-dir=/var/lib/kubelet/plugins_registry/"}, needs: []string{"pluginwatcher"}, wantErr: "upstream's plugin manager directory"},
+		"parent of upstream's dir":    {args: []string{"--experimental-plugin-registration-dir=/var/lib/kubelet"}, needs: []string{"pluginwatcher"}, wantErr: "upstream's plugin manager directory"},
+		"inside upstream's dir":       {args: []string{"--experimental-plugin-registration-dir=/var/lib/kubelet/plugins_registry/x"}, needs: []string{"pluginwatcher"}, wantErr: "upstream's plugin manager directory"},
+		"sibling with same prefix":    {args: []string{"--experimental-plugin-registration-dir=/var/lib/kubelet/plugins_registry_nodeplug"}, needs: []string{"pluginwatcher"}},
+		"relative registration dir":   {args: []string{"--experimental-plugin-registration-dir=registry"}, needs: []string{"pluginwatcher"}, wantErr: "not an absolute path"},
+		"empty policy":                {args: []string{"--experimental-plugin-name-policy="}, needs: []string{"pluginwatcher"}, wantErr: "not one of Warn, Reject"},
+		"mount namespace":             {args: []string{"--experimental-mount-namespace=kube-mount"}, needs: []string{"mountpods"}},
+		"bad mount namespace":         {args: []string{"--experimental-mount-namespace=Kube_Mount"}, needs: []string{"mountpods"}, wantErr: "--experimental-mount-namespace"},
+		"flex call timeout":           {args: []string{"--experimental-flex-call-timeout=10m"}, needs: []string{"flexdiscovery"}},
+		"negative flex call timeout":  {args: []string{"--experimental-flex-call-timeout=-1s"}, needs: []string{"flexdiscovery"}, wantErr: "--experimental-flex-call-timeout"},
+		"negative init timeout":       {args: []string{"--experimental-flex-init-timeout=-1s"}, needs: []string{"mountpods"}, wantErr: "--experimental-flex-init-timeout"},
+		"negative exec timeout":       {args: []string{"--experimental-mount-pod-exec-timeout=-1s"}, needs: []string{"mountpods"}, wantErr: "--experimental-mount-pod-exec-timeout"},
+		"local volume identity check": {args: []string{"--experimental-local-volume-identity-check"}, needs: []string{"localpvcheck"}},
+		"identity check with mount pods": {args: []string{"--experimental-local-volume-identity-check", "--experimental-mount-namespace=kube-mount"},
+			needs: []string{"localpvcheck", "mountpods"}},
 		"every problem is reported": {
 			args:    []string{"--experimental-mount-pod-exec-timeout=-1s", "--experimental-flex-call-timeout=-1s", "--experimental-plugin-name-policy=", "--experimental-plugin-registration-dir=registry"},
 			needs:   []string{"mountpods", "pluginwatcher"},
@@ -65,6 +68,8 @@ func TestEnabled(t *testing.T) {
 		"flex discovery":                  {args: []string{"--experimental-flexvolume-discovery"}, needs: "flexdiscovery", want: []string{"flexdiscovery"}},
 		"plugin watcher":                  {args: []string{"--experimental-plugin-registration-dir=/r"}, needs: "pluginwatcher", want: []string{"pluginwatcher"}},
 		"mount pods":                      {args: []string{"--experimental-mount-namespace=kube-mount"}, needs: "mountpods", want: []string{"mountpods"}},
+		"local volume identity check":     {args: []string{"--experimental-local-volume-identity-check"}, needs: "localpvcheck", want: []string{"localpvcheck"}},
+		"identity check switched off":     {args: []string{"--experimental-local-volume-identity-check=false"}, needs: "localpvcheck"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -1,4 +1,4 @@
-//go:build nodeplug_no_flexdiscovery && nodeplug_no_pluginwatcher && nodeplug_no_mountpods
+//go:build nodeplug_no_flexdiscovery && nodeplug_no_pluginwatcher && nodeplug_no_mountpods && nodeplug_no_localpvcheck
 
 package app
 

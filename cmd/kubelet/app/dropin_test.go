@@ -20,6 +20,7 @@ var designFlags = designstest.Flags{
 	"flexdiscovery": {"experimental-flexvolume-discovery", "experimental-flex-call-timeout", "experimental-flex-init-timeout"},
 	"pluginwatcher": {"experimental-plugin-registration-dir", "experimental-plugin-name-policy"},
 	"mountpods":     {"experimental-mount-namespace", "experimental-mount-pod-exec-timeout", "experimental-flex-call-timeout", "experimental-flex-init-timeout"},
+	"localpvcheck":  {"experimental-local-volume-identity-check"},
 }
 
 // TestDropInFlagSet: the kubelet accepts upstream's flags unchanged (the

@@ -87,8 +87,17 @@ type deviceMounter struct {
 	op Operation
 }
 
+// DeviceProver is implemented by a wrapped plugin's DeviceMounter that must
+// approve a block device before anything formats or mounts it (the local
+// PV identity check, pkg/localpv/volumecheck/localplugin). MountDevice
+// formats and mounts block devices itself, so it asks the prover first.
+type DeviceProver interface {
+	ProveDevice(spec *volume.Spec) error
+}
+
 // MountDevice formats (if blank) and mounts a block-backed local PV where
-// one Operation resolves to; other paths are upstream's.
+// one Operation resolves to, once the wrapped DeviceMounter (if it is a
+// DeviceProver) approves the device; other paths are upstream's.
 func (d *deviceMounter) MountDevice(spec *volume.Spec, devicePath, deviceMountPath string, args volume.DeviceMounterArgs) error {
 	src := localSource(spec)
 	if src == nil || src.Path == "" {
@@ -97,6 +106,11 @@ func (d *deviceMounter) MountDevice(spec *volume.Spec, devicePath, deviceMountPa
 	fi, err := os.Stat(src.Path)
 	if err != nil || fi.Mode()&os.ModeDevice == 0 || fi.Mode()&os.ModeCharDevice != 0 {
 		return d.DeviceMounter.MountDevice(spec, devicePath, deviceMountPath, args)
+	}
+	if p, ok := d.DeviceMounter.(DeviceProver); ok {
+		if err := p.ProveDevice(spec); err != nil {
+			return err
+		}
 	}
 	return d.formatAndMount(spec, src, deviceMountPath)
 }
