@@ -35,7 +35,7 @@ const provisioner = "nodeplug.io/local-volume-provisioner"
 
 var (
 	start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	disk1 = identity.FileHandle(1, []byte("vol1"))
+	disk1 = identity.LocalFileHandle(0, 1, 1, []byte("vol1"))
 )
 
 // fakeState is the caches' view, set per case.
