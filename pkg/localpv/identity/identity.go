@@ -68,7 +68,7 @@ func FileHandle(handleType int32, handle []byte) ID {
 // FileHandleOnDisk returns the identity of a directory on a file system
 // without a UUID on a block device with identity disk.
 func FileHandleOnDisk(handleType int32, handle []byte, disk ID) ID {
-	return ID(KindFileHandleOnDisk + ":" + fileHandle(handleType, handle) + ":" + esc(string(disk)))
+	return ID(KindFileHandleOnDisk + ":" + fileHandle(handleType, handle) + ":" + escField(string(disk)))
 }
 
 // LocalFileHandle returns the weak identity of a directory on a file system
