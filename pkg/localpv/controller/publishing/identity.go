@@ -3,6 +3,8 @@ package publishing
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,6 +44,9 @@ type takenDisks struct {
 	unwiped map[string]unwiped.Disk
 	// at holds the master's PVs at each reported path, looked up once.
 	at map[string][]*v1.PersistentVolume
+	// shared are the identities that two devices of the node report, with
+	// the paths that lead to them: no identity at all.
+	shared map[identity.ID][]string
 }
 
 // unwipedFor returns the remembered unwiped disk a volume's disk is.
@@ -50,8 +55,15 @@ func (t *takenDisks) unwipedFor(node string, id identity.ID) (string, unwiped.Di
 		return "", unwiped.Disk{}, false
 	}
 	key := unwiped.Key(node, id)
-	d, ok := t.unwiped[key]
-	return key, d, ok && d.ID == id
+	if d, ok := t.unwiped[key]; ok && d.ID == id {
+		return key, d, true
+	}
+	for k, d := range t.unwiped { // remembered under a legacy form of id
+		if identity.Refines(d.ID, id) && (d.ID.Strong() || d.Node == node) {
+			return k, d, true
+		}
+	}
+	return "", unwiped.Disk{}, false
 }
 
 // diskTaken returns who already holds a volume's disk, or "".
@@ -61,6 +73,11 @@ func (t *takenDisks) holder(v validation.Volume) string {
 	}
 	if who, ok := t.devs[v.Volume.Dev]; ok && v.Volume.Dev != "" {
 		return who
+	}
+	for id, who := range t.ids { // recorded in a legacy form of the volume's
+		if identity.Refines(id, v.Volume.ID) {
+			return who
+		}
 	}
 	return ""
 }
@@ -78,7 +95,8 @@ func (t *takenDisks) add(v validation.Volume, who string) {
 // master's PVs on the node record, the devices behind the reported paths
 // that keep their PV, and what the other local PVs' paths lead to.
 func (p *publisher) takenOn(ctx context.Context, node *v1.Node, res *validation.Result, held []report.Held) (*takenDisks, error) {
-	t := &takenDisks{ids: map[identity.ID]string{}, devs: map[string]string{}, at: map[string][]*v1.PersistentVolume{}}
+	t := &takenDisks{ids: map[identity.ID]string{}, devs: map[string]string{}, at: map[string][]*v1.PersistentVolume{},
+		shared: sharedIdentities(res, held)}
 	var err error
 	if t.unwiped, err = p.Unwiped.Load(ctx); err != nil {
 		return nil, err
@@ -119,6 +137,52 @@ func (p *publisher) takenOn(ctx context.Context, node *v1.Node, res *validation.
 		}
 	}
 	return t, nil
+}
+
+// sharedIdentities returns the identities that volumes or held paths
+// resolving to different devices of one node report.
+func sharedIdentities(res *validation.Result, held []report.Held) map[identity.ID][]string {
+	devs := map[identity.ID]map[string]string{}
+	note := func(id identity.ID, dev, path string) {
+		if id == "" || dev == "" {
+			return
+		}
+		if devs[id] == nil {
+			devs[id] = map[string]string{}
+		}
+		devs[id][dev] = path
+	}
+	for _, v := range res.Accepted {
+		note(v.Volume.ID, v.Volume.Dev, v.HostPath)
+	}
+	for _, h := range held {
+		note(h.ID, h.Dev, h.Path)
+	}
+	out := map[identity.ID][]string{}
+	for id, byDev := range devs {
+		if len(byDev) > 1 {
+			for _, path := range byDev {
+				out[id] = append(out[id], path)
+			}
+			slices.Sort(out[id])
+		}
+	}
+	return out
+}
+
+// sharedIdentity reports, with an Event, a volume whose identity another
+// device of the node reports too: it tells neither apart, so neither is
+// published, and a PV already at its path is left as it is.
+func (p *publisher) sharedIdentity(node *v1.Node, v validation.Volume, t *takenDisks) bool {
+	paths, ok := t.shared[v.Volume.ID]
+	if !ok {
+		return false
+	}
+	p.skipDisk(node, v, "DiskIdentityShared", fmt.Sprintf("its identity (%s) is also reported by another device of the node (paths %s: "+
+		"a cloned disk or file system, array LUNs with one WWN, or a placeholder serial), so it tells neither disk apart and "+
+		"neither is published; give each disk an identity of its own (a new file system UUID, distinct serials)",
+		v.Volume.ID, pvops.Truncate(strings.Join(paths, ", "), 256)))
+	return true
 }
 
 // mayPublish checks a volume that has no PV at its path against the disks
@@ -200,11 +264,26 @@ func (p *publisher) matchOwnPath(ctx context.Context, pv *v1.PersistentVolume, v
 			}
 			return p.clearMissing(ctx, pv)
 		}
-		if v.Volume.ID == "" {
-			return nil // nothing proves a change; the PV stays as it is
+		if v.Volume.ID == "" || v.Volume.ID == diskOf(pv) {
+			return nil // nothing proves a change (a legacy identity); the PV stays as it is
+		}
+		if identity.Refines(diskOf(pv), v.Volume.ID) {
+			return p.refineDisk(ctx, pv, v.Volume.ID)
 		}
 	}
 	return p.diskChanged(ctx, pv, v)
+}
+
+// refineDisk records the current identity of a PV that records a legacy
+// form of it (a bare file handle, an NVMe controller's serial), which
+// proved nothing more. A PV being deleted, released or failed keeps its
+// record: its cleanup compares Unknown and wipes nothing until an admin
+// decides.
+func (p *publisher) refineDisk(ctx context.Context, pv *v1.PersistentVolume, id identity.ID) error {
+	if pv.DeletionTimestamp != nil || pv.Status.Phase == v1.VolumeReleased || pv.Status.Phase == v1.VolumeFailed {
+		return nil
+	}
+	return p.recordDisk(ctx, pv, id)
 }
 
 // recordDisk stamps a PV published before disks were recorded with the

@@ -104,9 +104,11 @@ func existingPV(name string, id identity.ID, phase v1.PersistentVolumePhase) *v1
 }
 
 type publishCase struct {
-	name  string
-	node  *v1.Node
-	vols  map[string]identity.ID
+	name string
+	node *v1.Node
+	vols map[string]identity.ID
+	// devs are the volumes' kernel device names, where set.
+	devs  map[string]string
 	state fakeState
 	class *storagev1.StorageClass
 	// wantPVs are the names of the PVs created.
@@ -193,7 +195,7 @@ func runPublishCase(t *testing.T, tc publishCase) {
 	}
 	c := report.Class{Name: "fast"}
 	for name, id := range tc.vols {
-		c.Volumes = append(c.Volumes, report.Volume{Name: name, Kind: report.KindDirectory, Capacity: 20 << 30, ID: id})
+		c.Volumes = append(c.Volumes, report.Volume{Name: name, Kind: report.KindDirectory, Capacity: 20 << 30, ID: id, Dev: tc.devs[name]})
 	}
 	res, err := validation.Check(cfg, "a", "a", &report.Report{Version: report.Version, Node: "a", Classes: []report.Class{c}})
 	if err != nil {
