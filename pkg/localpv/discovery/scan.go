@@ -62,8 +62,13 @@ type Entry struct {
 	// can be read; IDErr says why it could not.
 	ID    identity.ID
 	IDErr error
-	// Dev is the kernel name of the device a block entry resolves to.
+	// Dev is the kernel name of the device a block entry resolves to, and
+	// of a directory entry's file system's device when another file system
+	// reports the directory's identity too.
 	Dev string
+	// FSDev is a directory entry's st_dev, to tell its file system from
+	// others that report its identity.
+	FSDev uint64
 }
 
 // Scanner reads class directories. Its fields are seams for tests.
@@ -146,6 +151,10 @@ func (s *Scanner) classify(spec ClassSpec, p string, mountPoints map[string]bool
 func (s *Scanner) identify(e *Entry, p, dev string) {
 	if e.Kind == report.KindDirectory {
 		e.ID, e.IDErr = identity.Directory(p)
+		var st unix.Stat_t
+		if e.ID != "" && unix.Stat(p, &st) == nil {
+			e.FSDev = st.Dev
+		}
 		return
 	}
 	e.ID, e.Dev, e.IDErr = s.identityOf(dev)

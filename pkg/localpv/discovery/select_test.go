@@ -26,7 +26,7 @@ func TestSelectDisks(t *testing.T) {
 		t.Fatal(err)
 	}
 	nodes, links := deviceNodes(t, disks)
-	s := &Scanner{DevDir: nodes}
+	s := &Scanner{DevDir: nodes, SysDir: recordedSys}
 	type class struct {
 		pattern  string
 		selector config.DiskSelector
@@ -90,7 +90,7 @@ func TestSelectDisksVolumeProperties(t *testing.T) {
 	nodes, links := deviceNodes(t, disks)
 	spec := ClassSpec{Name: "hdd", MountDir: links, NamePattern: "*", Devices: true,
 		DiskSelector: &config.DiskSelector{Rotational: ptr.To(true), MinSize: nil}}
-	entries, err := (&Scanner{DevDir: nodes}).SelectDisks(ctx, spec, disks, map[string]string{})
+	entries, err := (&Scanner{DevDir: nodes, SysDir: recordedSys}).SelectDisks(ctx, spec, disks, map[string]string{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestSelectDisksIdentityLinks(t *testing.T) {
 	nodes, links := deviceNodes(t, disks)
 	spec := ClassSpec{Name: "hdd", MountDir: links, NamePattern: "*", Devices: true,
 		DiskSelector: &config.DiskSelector{Rotational: ptr.To(true)}}
-	s := &Scanner{DevDir: nodes}
+	s := &Scanner{DevDir: nodes, SysDir: recordedSys}
 	published := func() []string {
 		t.Helper()
 		entries, err := s.SelectDisks(ctx, spec, disks, map[string]string{})
