@@ -16,9 +16,11 @@ import (
 
 // Seams for tests.
 var (
-	sysfsRoot     = "/sys"
-	devRoot       = "/dev"
-	udevDataDir   = "/run/udev/data"
+	sysfsRoot = "/sys"
+	devRoot   = "/dev"
+	// udevDataDirs are where udev's database may be: a Job's mount of the
+	// host's (jobs.UdevMountPath), then the host's own.
+	udevDataDirs  = []string{"/host/run/udev/data", "/run/udev/data"}
 	mountInfoPath = "/proc/self/mountinfo"
 )
 
@@ -209,7 +211,16 @@ func ueventDevName(p string) string {
 // udevUUID returns ID_FS_UUID from udev's database of block device
 // major:minor, when it is a 16-byte UUID.
 func udevUUID(major, minor uint32) (string, bool) {
-	f, err := os.Open(filepath.Join(udevDataDir, fmt.Sprintf("b%d:%d", major, minor)))
+	for _, dir := range udevDataDirs {
+		if u, ok := udevRecordUUID(filepath.Join(dir, fmt.Sprintf("b%d:%d", major, minor))); ok {
+			return u, true
+		}
+	}
+	return "", false
+}
+
+func udevRecordUUID(p string) (string, bool) {
+	f, err := os.Open(p)
 	if err != nil {
 		return "", false
 	}

@@ -136,9 +136,9 @@ func TestDirectoryUdevUUID(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(db, name), []byte("S:disk/by-uuid/x\nE:ID_FS_TYPE=ext4\nE:ID_FS_UUID="+strings.ToUpper(u)+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	old := udevDataDir
-	udevDataDir = db
-	t.Cleanup(func() { udevDataDir = old })
+	old := udevDataDirs
+	udevDataDirs = []string{filepath.Join(db, "missing"), db}
+	t.Cleanup(func() { udevDataDirs = old })
 	defer SetUnavailable(SourceGenericIoctl | SourceFSIoctl | SourceSuperblock)()
 	h := handleOfPath(t, l.dir)
 	if got, err := Directory(l.dir); err != nil || got != FS(u, h.Type(), h.Bytes()) {

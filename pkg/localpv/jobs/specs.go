@@ -103,7 +103,8 @@ func smallResources() v1.ResourceRequirements {
 // (p.DiscoveryShards when shards is not above it). Every configured class's
 // host directory is mounted read-only at its mountDir, /dev when a class
 // may hold devices or a held path lies in it, and the host's udev database
-// when a class has a disk selector. held are the host paths of the node's
+// (a class with a disk selector reads its disks' records; every class may
+// need a file system's UUID from it, see package identity). held are the host paths of the node's
 // other local PVs, which the Job resolves (at most report.MaxHeld; see
 // HeldPaths). The pod has no API credentials.
 func DiscoveryJob(p Params, cfg *config.Configuration, nodeName string, shards int, held []string) *batchv1.Job {
@@ -137,12 +138,10 @@ func DiscoveryJob(p Params, cfg *config.Configuration, nodeName string, shards i
 		// refuse hosts whose /dev is a private mount.
 		mounts = append(mounts, v1.VolumeMount{Name: "dev", MountPath: "/dev", ReadOnly: true})
 	}
-	if probes {
-		// udev's database only, not all of /run: that holds the container
-		// runtime's socket and every container's root file system mount.
-		ps.Volumes = append(ps.Volumes, hostPathVolume("udev", HostUdevDir, v1.HostPathDirectoryOrCreate))
-		mounts = append(mounts, v1.VolumeMount{Name: "udev", MountPath: UdevMountPath, ReadOnly: true})
-	}
+	// udev's database only, not all of /run: that holds the container
+	// runtime's socket and every container's root file system mount.
+	ps.Volumes = append(ps.Volumes, hostPathVolume("udev", HostUdevDir, v1.HostPathDirectoryOrCreate))
+	mounts = append(mounts, v1.VolumeMount{Name: "udev", MountPath: UdevMountPath, ReadOnly: true})
 	args := discoveryArgs(nodeName, specs, heldPaths)
 	shards = min(max(shards, p.DiscoveryShards, 1), report.MaxShards)
 	for i := range shards {
@@ -162,9 +161,11 @@ func DiscoveryJob(p Params, cfg *config.Configuration, nodeName string, shards i
 	return j
 }
 
-// HostUdevDir is the host's udev run directory, which discovery Jobs of
-// classes with a disk selector mount read-only at UdevMountPath, so that
-// discovery reads udev's record of each disk (discovery.DefaultUdevDataDir).
+// HostUdevDir is the host's udev run directory, which discovery Jobs and
+// the cleanup Jobs of directories mount read-only at UdevMountPath, so that
+// discovery reads udev's record of each disk (discovery.DefaultUdevDataDir)
+// and both find a file system's UUID where the kernel has no ioctl for it
+// and the device cannot be read (ext4 before Linux 6.0, unprivileged).
 const (
 	HostUdevDir   = "/run/udev"
 	UdevMountPath = "/host/run/udev"
@@ -299,6 +300,9 @@ func CleanupJob(p Params, cfg *config.Configuration, t CleanupTarget, attempt in
 		// No propagation, as in DiscoveryJob.
 		mounts = append(mounts, v1.VolumeMount{Name: "dev", MountPath: "/dev"})
 		sc.Privileged = ptr.To(true)
+	} else {
+		ps.Volumes = append(ps.Volumes, hostPathVolume("udev", HostUdevDir, v1.HostPathDirectoryOrCreate))
+		mounts = append(mounts, v1.VolumeMount{Name: "udev", MountPath: UdevMountPath, ReadOnly: true})
 	}
 	if t.MachineID != "" {
 		ps.Volumes = append(ps.Volumes, hostPathVolume("machine-id", "/etc/machine-id", v1.HostPathFile))
