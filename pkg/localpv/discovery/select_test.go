@@ -102,7 +102,7 @@ func TestSelectDisksVolumeProperties(t *testing.T) {
 			ID: identity.Serial("", "177663465177854", 536870912*512), Dev: "vda"},
 		{Name: "wwn-0x5000c500a1b2c3d4", Kind: report.KindBlock, Capacity: 7814037168 * 512, Disk: &report.Disk{Name: "sdb",
 			Size: 7814037168 * 512, Rotational: true, Model: "ST4000NM0035-1V4", Vendor: "ATA", Serial: "ZC1ABCDE",
-			WWN: "naa.5000c500a1b2c3d4", Signature: "ext4"}, ID: identity.WWN("naa.5000c500a1b2c3d4"), Dev: "sdb"},
+			WWN: "naa.5000c500a1b2c3d4", Signature: "ext4"}, ID: identity.WWNSerial("naa.5000c500a1b2c3d4", "ZC1ABCDE"), Dev: "sdb"},
 	}
 	if diff := cmp.Diff(want, entries); diff != "" {
 		t.Errorf("entries (-want +got):\n%s", diff)

@@ -77,11 +77,14 @@ func ReadAttributes(dir string) (Attributes, error) {
 }
 
 // ID returns the identity of a whole disk with these attributes: its WWN
-// when it has one (an NVMe namespace with an NGUID or EUI-64 has one); an
+// when it has one (an NVMe namespace with an NGUID or EUI-64 has one), with
+// its serial for a SCSI NAA WWN, which arrays give several LUNs; an
 // NVMe namespace by its controller, size and namespace (UUID, or number);
 // another disk by its serial with model and size; else unknown.
 func (a Attributes) ID() ID {
 	switch {
+	case strings.HasPrefix(a.WWN, "naa.") && !Placeholder(a.Serial):
+		return WWNSerial(a.WWN, a.Serial)
 	case a.WWN != "":
 		return WWN(a.WWN)
 	case a.Namespace != nil:

@@ -49,6 +49,20 @@ const MaxLength = 512
 // WWN returns the identity of a disk with a world wide name.
 func WWN(wwid string) ID { return ID(KindWWN + ":" + esc(wwid)) }
 
+// WWNSerial returns the identity of a disk by its world wide name and its
+// serial number together: arrays give several LUNs one WWN, and only the
+// serial tells them apart. Against an identity by the WWN alone (as older
+// releases recorded it) it compares Same when the WWNs are equal.
+func WWNSerial(wwid, serial string) ID {
+	return ID(KindWWN + ":" + esc(wwid) + ":" + escField(serial))
+}
+
+// wwnFields splits a wwn identity's rest into its WWN and serial.
+func wwnFields(rest string) (string, string) {
+	w, s, _ := strings.Cut(rest, ":")
+	return unesc(w), unesc(s)
+}
+
 // Serial returns the identity of a disk by its serial number, model and size.
 func Serial(model, serial string, size int64) ID {
 	return ID(KindSerial + ":" + esc(model) + ":" + esc(serial) + ":" + strconv.FormatInt(size, 10))
@@ -102,7 +116,8 @@ func (id ID) Strong() bool {
 	kind, rest, _ := strings.Cut(string(id), ":")
 	switch kind {
 	case KindWWN:
-		return strongWWID(unesc(rest))
+		w, _ := wwnFields(rest)
+		return strongWWID(w)
 	case KindFS:
 		return true
 	case KindSerial:
@@ -187,15 +202,27 @@ func Compare(recorded, current ID) Match {
 		return Unknown
 	case recorded == current:
 		return Same
+	case recorded.Kind() == KindWWN && current.Kind() == KindWWN:
+		return compareWWN(recorded, current)
 	case recorded.Kind() == current.Kind():
 		return Different
 	}
 	return Unknown
 }
 
+// compareWWN compares two wwn identities, of which one may lack the serial.
+func compareWWN(a, b ID) Match {
+	aw, as := wwnFields(strings.TrimPrefix(string(a), KindWWN+":"))
+	bw, bs := wwnFields(strings.TrimPrefix(string(b), KindWWN+":"))
+	if aw != bw || as != "" && bs != "" && as != bs {
+		return Different
+	}
+	return Same
+}
+
 // SameDisk reports whether two identities prove one disk on two machines:
 // they are equal and strong.
-func SameDisk(a, b ID) bool { return a == b && a.Strong() }
+func SameDisk(a, b ID) bool { return Compare(a, b) == Same && a.Strong() && b.Strong() }
 
 // DifferentDisk reports whether two identities prove two different disks
 // on two machines: both strong, of one kind, and unequal.

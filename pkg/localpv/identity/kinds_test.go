@@ -38,6 +38,12 @@ func TestLegacyIdentities(t *testing.T) {
 		{name: "NVMe by serial, now a namespace of another size", recorded: Serial("M", "S1", 1<<30),
 			current: NVMe("M", "S1", 2<<30, NVMeNamespace{NSID: "1"}), want: Unknown},
 		{name: "NVMe with an EUI keeps its wwn", recorded: WWN("eui.0025388b91b3c0a1"), current: WWN("eui.0025388b91b3c0a1"), want: Same},
+		{name: "a WWN recorded alone, now with its serial", recorded: WWN("naa.600a098038303053453f463045727a6f"),
+			current: WWNSerial("naa.600a098038303053453f463045727a6f", "SN0001"), want: Same, refines: true},
+		{name: "a WWN with its serial, now another WWN", recorded: WWN("naa.600a098038303053453f463045727a6f"),
+			current: WWNSerial("naa.600a098038303053453f463045727a70", "SN0001"), want: Different},
+		{name: "two LUNs with one WWN", recorded: WWNSerial("naa.600a098038303053453f463045727a6f", "SN0001"),
+			current: WWNSerial("naa.600a098038303053453f463045727a6f", "SN0002"), want: Different},
 		{name: "partition keeps its form", recorded: Partition(WWN("naa.1"), 1<<20, 1<<30), current: Partition(WWN("naa.1"), 1<<20, 1<<30), want: Same},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -68,6 +74,7 @@ func TestStrength(t *testing.T) {
 	}{
 		{"wwn", WWN("naa.5000c500a1b2c3d4"), true},
 		{"zero wwn", WWN("naa.0000000000000000"), false},
+		{"wwn with serial", WWNSerial("naa.600a098038303053453f463045727a6f", "SN:0001"), true},
 		{"serial", Serial("SAMSUNG MZ7", "S3Z1NB0K", 1<<40), true},
 		{"serial with a colon in the model", Serial("WDC:X", "WD-1", 1<<40), true},
 		{"GCE local SSD serial", Serial("nvme_card", "nvme_card", 402653184000), false},

@@ -113,13 +113,18 @@ func strongWWID(w string) bool {
 // recorded holds in a format this package no longer produces, agreeing with
 // all that recorded says: a legacy file handle (fh) against a directory
 // identity with the same handle, a legacy serial identity of an NVMe
-// namespace against its namespace identity (same model, serial and size).
-// Compare says Unknown for such a pair; a caller may then record current in
-// place of recorded. It proves no more than recorded did.
+// namespace against its namespace identity (same model, serial and size),
+// a WWN alone against the WWN with a serial. Compare says Unknown for the
+// first two (Same for the WWN); a caller may then record current in place
+// of recorded. It proves no more than recorded did.
 func Refines(recorded, current ID) bool {
 	rk, rrest, _ := strings.Cut(string(recorded), ":")
 	ck, crest, _ := strings.Cut(string(current), ":")
 	switch {
+	case rk == KindWWN && ck == KindWWN:
+		rw, rs := wwnFields(rrest)
+		cw, cs := wwnFields(crest)
+		return rs == "" && cs != "" && rw == cw
 	case rk == KindFileHandle:
 		return handleOf(ck, crest) == rrest && rrest != ""
 	case rk == KindSerial && ck == KindNVMe:

@@ -24,7 +24,7 @@ func TestSharedIdentity(t *testing.T) {
 	for _, tc := range []publishCase{
 		{name: "two local SSDs with one placeholder serial", vols: map[string]identity.ID{"ssd0": gce, "ssd1": gce},
 			devs: map[string]string{"ssd0": "nvme0n1", "ssd1": "nvme1n1"}, class: fastClass(mine), wantEvent: "DiskIdentityShared"},
-		{name: "two LUNs with one WWN", vols: map[string]identity.ID{"lun0": lun, "lun1": lun},
+		{name: "two LUNs with one WWN and no serial", vols: map[string]identity.ID{"lun0": lun, "lun1": lun},
 			devs: map[string]string{"lun0": "sdb", "lun1": "sdc"}, class: fastClass(mine), wantEvent: "DiskIdentityShared"},
 		{name: "a PV's disk that now shares its identity is left as it is", vols: map[string]identity.ID{"vol1": lun, "vol2": lun},
 			devs: map[string]string{"vol1": "sdb", "vol2": "sdc"}, class: fastClass(mine), wantEvent: "DiskIdentityShared",
@@ -36,14 +36,15 @@ func TestSharedIdentity(t *testing.T) {
 
 // TestLegacyIdentityRefined: a PV that records an identity in a form no
 // longer produced (the bare file handle every ext4 root shares, an NVMe
-// controller's serial) is not taken for another disk when its disk is read
-// in the new form: the new form is recorded. Before, the PV was marked
+// controller's serial, a WWN without its serial) is not taken for another
+// disk when its disk is read in the new form: the new form is recorded. Before, the PV was marked
 // disk-replaced and its claim warned of data loss.
 func TestLegacyIdentityRefined(t *testing.T) {
 	mine := "lpv/" + provisioner
 	root := []byte{2, 0, 0, 0, 0, 0, 0, 0}
 	legacyDir, dir := identity.FileHandle(1, root), identity.FS("0b6c3f9e-1d2a-4c5b-9e8f-7a6b5c4d3e21", 1, root)
 	legacyNVMe := identity.Serial("QEMU NVMe Ctrl", "deadbeef", 1<<30)
+	lun := identity.WWN("naa.600a098038303053453f463045727a6f")
 	nvme := identity.NVMe("QEMU NVMe Ctrl", "deadbeef", 1<<30, identity.NVMeNamespace{NSID: "2", UUID: "4f1c9a3e-5b6d-4c7e-8f90-a1b2c3d4e5f6"})
 	pvName := naming.PVNameForID(naming.MachineVolumeID("a", "/mnt/fast/vol1", "m1", "u1"))
 	recorded := func(want identity.ID) func(t *testing.T, kube *fake.Clientset) {
@@ -62,6 +63,9 @@ func TestLegacyIdentityRefined(t *testing.T) {
 			state: fakeState{onNode: []*v1.PersistentVolume{existingPV("vol1", legacyDir, v1.VolumeBound)}}, check: recorded(dir)},
 		{name: "an NVMe namespace by its controller's serial, now by its UUID", vols: map[string]identity.ID{"vol1": nvme}, class: fastClass(mine),
 			state: fakeState{onNode: []*v1.PersistentVolume{existingPV("vol1", legacyNVMe, v1.VolumeBound)}}, check: recorded(nvme)},
+		{name: "a LUN's WWN, now with its serial", vols: map[string]identity.ID{"vol1": identity.WWNSerial("naa.600a098038303053453f463045727a6f", "SN0001")},
+			class: fastClass(mine), state: fakeState{onNode: []*v1.PersistentVolume{existingPV("vol1", lun, v1.VolumeBound)}},
+			check: recorded(identity.WWNSerial("naa.600a098038303053453f463045727a6f", "SN0001"))},
 		{name: "an old agent's bare file handle changes nothing", vols: map[string]identity.ID{"vol1": legacyDir}, class: fastClass(mine),
 			state: fakeState{onNode: []*v1.PersistentVolume{existingPV("vol1", legacyDir, v1.VolumeBound)}}, check: recorded(legacyDir)},
 		{name: "a released PV keeps its legacy record for its cleanup to refuse", vols: map[string]identity.ID{"vol1": dir}, class: fastClass(mine),
