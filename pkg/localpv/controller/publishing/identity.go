@@ -58,8 +58,10 @@ func (t *takenDisks) unwipedFor(node string, id identity.ID) (string, unwiped.Di
 	if d, ok := t.unwiped[key]; ok && d.ID == id {
 		return key, d, true
 	}
-	for k, d := range t.unwiped { // remembered under a legacy form of id
-		if identity.Refines(d.ID, id) && (d.ID.Strong() || d.Node == node) {
+	// Remembered under a legacy form of id. Only a strong record: a legacy
+	// file handle matches every ext4 root, and a match is wiped.
+	for k, d := range t.unwiped {
+		if d.ID.Strong() && identity.Refines(d.ID, id) {
 			return k, d, true
 		}
 	}
