@@ -40,6 +40,18 @@ type Params struct {
 	DiscoveryDeadline int64
 	// PriorityClassName is set on Job pods when not empty.
 	PriorityClassName string
+	// FSUUIDUnavailable, for tests, is passed to discovery and cleanup
+	// containers as identity.UnavailableEnv: the sources of a file system's
+	// UUID they must not use (e2e runs kernels before 6.9's paths on CI's).
+	FSUUIDUnavailable string
+}
+
+// testEnv returns the environment of Job containers.
+func testEnv(p Params) []v1.EnvVar {
+	if p.FSUUIDUnavailable == "" {
+		return nil
+	}
+	return []v1.EnvVar{{Name: identity.UnavailableEnv, Value: p.FSUUIDUnavailable}}
 }
 
 // Tolerations returns the tolerations of every Job: the DaemonSet
@@ -104,9 +116,9 @@ func smallResources() v1.ResourceRequirements {
 // host directory is mounted read-only at its mountDir, /dev when a class
 // may hold devices or a held path lies in it, and the host's udev database
 // (a class with a disk selector reads its disks' records; every class may
-// need a file system's UUID from it, see package identity). held are the host paths of the node's
-// other local PVs, which the Job resolves (at most report.MaxHeld; see
-// HeldPaths). The pod has no API credentials.
+// need a file system's UUID from it, see package identity). held are the
+// host paths of the node's other local PVs, which the Job resolves (at most
+// report.MaxHeld; see HeldPaths). The pod has no API credentials.
 func DiscoveryJob(p Params, cfg *config.Configuration, nodeName string, shards int, held []string) *batchv1.Job {
 	j := baseJob(p, cfg, naming.DiscoveryJobName(nodeName), RoleDiscovery, nodeName)
 	j.Spec.BackoffLimit = ptr.To[int32](2)
@@ -152,6 +164,7 @@ func DiscoveryJob(p Params, cfg *config.Configuration, nodeName string, shards i
 			Args: append(slices.Clone(args), "--shard="+strconv.Itoa(i), "--shards="+strconv.Itoa(shards),
 				"--termination-log="+TerminationMessagePath),
 			VolumeMounts:             mounts,
+			Env:                      testEnv(p),
 			TerminationMessagePath:   TerminationMessagePath,
 			TerminationMessagePolicy: v1.TerminationMessageReadFile,
 			Resources:                smallResources(),
@@ -314,6 +327,7 @@ func CleanupJob(p Params, cfg *config.Configuration, t CleanupTarget, attempt in
 		ImagePullPolicy:          p.ImagePullPolicy,
 		Args:                     cleanupArgs(t),
 		VolumeMounts:             mounts,
+		Env:                      testEnv(p),
 		TerminationMessagePath:   TerminationMessagePath,
 		TerminationMessagePolicy: v1.TerminationMessageFallbackToLogsOnError,
 		Resources:                smallResources(),

@@ -5,6 +5,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 
+	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
 )
 
@@ -43,6 +44,39 @@ func TestJobsReadUdevFileSystemUUIDs(t *testing.T) {
 			}
 			if found != tc.want {
 				t.Errorf("udev database mounted %v, want %v", found, tc.want)
+			}
+		})
+	}
+}
+
+// TestJobsCarryForcedFSUUIDSources: a master told to force sources of a file
+// system's UUID unavailable (e2e on a kernel with FS_IOC_GETFSUUID) passes
+// it to its discovery and cleanup containers; by default they get no
+// environment.
+func TestJobsCarryForcedFSUUIDSources(t *testing.T) {
+	cfg := testConfig(t, nil)
+	target := CleanupTarget{PVName: "pv", PVUID: "uid", NodeName: "a", Class: "fast", Kind: report.KindDirectory,
+		HostPath: "/mnt/fast/v1", Mount: cfg.StorageClassMap["fast"]}
+	for _, tc := range []struct {
+		name string
+		p    Params
+		want string
+	}{
+		{name: "forced", p: Params{Namespace: "lpv", Image: "img", DiscoveryShards: 1, FSUUIDUnavailable: "generic-ioctl"}, want: "generic-ioctl"},
+		{name: "default", p: Params{Namespace: "lpv", Image: "img", DiscoveryShards: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, j := range []*batchv1.Job{DiscoveryJob(tc.p, cfg, "a", 1, nil), CleanupJob(tc.p, cfg, target, 1)} {
+				env := j.Spec.Template.Spec.Containers[0].Env
+				got := ""
+				for _, e := range env {
+					if e.Name == identity.UnavailableEnv {
+						got = e.Value
+					}
+				}
+				if got != tc.want || tc.want == "" && len(env) != 0 {
+					t.Errorf("Job %s: env %v, want %s=%q", j.Name, env, identity.UnavailableEnv, tc.want)
+				}
 			}
 		})
 	}
