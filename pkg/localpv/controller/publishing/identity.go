@@ -58,10 +58,11 @@ func (t *takenDisks) unwipedFor(node string, id identity.ID) (string, unwiped.Di
 	if d, ok := t.unwiped[key]; ok && d.ID == id {
 		return key, d, true
 	}
-	// Remembered under a legacy form of id. Only a strong record: a legacy
-	// file handle matches every ext4 root, and a match is wiped.
+	// Remembered under a legacy form of id (a weak one on its node only): a
+	// released PV recorded as a bare file handle, whose cleanup found no
+	// proof and dropped it, still holds its tenant's data.
 	for k, d := range t.unwiped {
-		if d.ID.Strong() && identity.Refines(d.ID, id) {
+		if identity.Refines(d.ID, id) && (d.ID.Strong() || d.Node == node) {
 			return k, d, true
 		}
 	}

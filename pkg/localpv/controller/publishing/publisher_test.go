@@ -110,6 +110,8 @@ type publishCase struct {
 	// devs are the volumes' kernel device names, where set.
 	devs  map[string]string
 	state fakeState
+	// extra are more objects in the apiserver.
+	extra []runtime.Object
 	class *storagev1.StorageClass
 	// wantPVs are the names of the PVs created.
 	wantPVs   []string
@@ -180,6 +182,7 @@ func runPublishCase(t *testing.T, tc publishCase) {
 	for _, pv := range tc.state.onNode {
 		objs = append(objs, pv)
 	}
+	objs = append(objs, tc.extra...)
 	kube := fake.NewClientset(objs...)
 	kube.ClearActions()
 	ops := &pvopstest.Fake{}

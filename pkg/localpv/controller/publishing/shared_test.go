@@ -1,15 +1,18 @@
 package publishing_test
 
 import (
+	"encoding/json"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
+	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
 )
 
 // TestSharedIdentity: an identity that two devices of one node report (two
@@ -74,6 +77,34 @@ func TestLegacyIdentityRefined(t *testing.T) {
 			vols:    map[string]identity.ID{"vol1": identity.FS("0b6c3f9e-1d2a-4c5b-9e8f-7a6b5c4d3e21", 1, []byte{12, 0, 0, 0, 1, 0, 0, 0})},
 			state:   fakeState{onNode: []*v1.PersistentVolume{existingPV("vol1", legacyDir, v1.VolumeBound)}},
 			wantOps: []string{"warnClaim " + pvName + " DiskReplaced DataLoss"}, wantEvent: "DiskReplaced"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { runPublishCase(t, tc) })
+	}
+}
+
+// TestUnwipedUnderLegacyIdentity: a disk remembered as unwiped under a
+// legacy identity (a released PV recorded as a bare file handle, dropped
+// because its cleanup found no proof) is wiped before it is published when
+// it is reported under its new identity on its node. Before, it was
+// published with the old tenant's data.
+func TestUnwipedUnderLegacyIdentity(t *testing.T) {
+	mine := "lpv/" + provisioner
+	root := []byte{2, 0, 0, 0, 0, 0, 0, 0}
+	legacy, now := identity.FileHandle(1, root), identity.FS("0b6c3f9e-1d2a-4c5b-9e8f-7a6b5c4d3e21", 1, root)
+	remembered := func(node string) []runtime.Object {
+		d := unwiped.Disk{ID: legacy, PV: "old-pv", Node: node, Path: "/mnt/fast/vol1", Since: "2026-01-01T00:00:00Z", Reason: "identity_mismatch"}
+		raw, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []runtime.Object{&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "lpv", Name: unwiped.ConfigMapName},
+			Data: map[string]string{unwiped.Key(node, legacy): string(raw)}}}
+	}
+	for _, tc := range []publishCase{
+		{name: "on its node it is wiped first", vols: map[string]identity.ID{"vol1": now}, class: fastClass(mine),
+			extra: remembered("a"), wantEvent: "UnwipedDiskReturned"},
+		{name: "another node's weak record is not this disk", vols: map[string]identity.ID{"vol1": now}, class: fastClass(mine),
+			extra: remembered("b"), wantPVs: []string{naming.PVNameForID(naming.MachineVolumeID("a", "/mnt/fast/vol1", "m1", "u1"))}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { runPublishCase(t, tc) })
 	}
