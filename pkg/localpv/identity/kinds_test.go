@@ -3,6 +3,7 @@ package identity
 import (
 	"bytes"
 	"encoding/binary"
+	"path/filepath"
 	"testing"
 )
 
@@ -144,5 +145,48 @@ func TestSources(t *testing.T) {
 	restore()
 	if !available(SourceSuperblock) {
 		t.Error("restore did not restore")
+	}
+}
+
+// TestReadNamespace reads an NVMe namespace's identifiers as sysfs prints
+// them, and the kernel's wwid forms where the attributes are missing.
+func TestReadNamespace(t *testing.T) {
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{
+		"a/nsid": "3\n", "a/nguid": "0025385b-71b0-1234-0000-000000000000\n", "a/eui": "00 25 38 5b 71 b0 12 34\n",
+		"a/device/address": "0000:04:00.0\n",
+		"b/nsid":           "1\n", "b/uuid": "00000000-0000-0000-0000-000000000000\n",
+	})
+	for _, tc := range []struct {
+		name, dir, wwid string
+		want            *NVMeNamespace
+	}{
+		{"sysfs attributes", "a", "eui.0025385b71b012340000000000000000",
+			&NVMeNamespace{NSID: "3", NGUID: "0025385b71b012340000000000000000", EUI64: "0025385b71b01234", Address: "0000:04:00.0"}},
+		{"a zero UUID is none", "b", "", &NVMeNamespace{NSID: "1"}},
+		{"the kernel's nvme. wwid", "c", "nvme.1ae0-6e766d655f63617264-6e766d655f63617264-0000000a", &NVMeNamespace{NSID: "10"}},
+		{"the kernel's uuid. wwid", "c", "uuid.4f1c9a3e-5b6d-4c7e-8f90-a1b2c3d4e5f6", &NVMeNamespace{UUID: "4f1c9a3e-5b6d-4c7e-8f90-a1b2c3d4e5f6"}},
+		{"no namespace", "c", "naa.5000c500a1b2c3d4", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := readNamespace(filepath.Join(root, tc.dir), tc.wwid)
+			if (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
+				t.Errorf("readNamespace = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPlaceholder(t *testing.T) {
+	for _, tc := range []struct {
+		serial string
+		want   bool
+	}{
+		{"nvme_card", true}, {"nvme_card-pd", true}, {"", true}, {"    ", true}, {"0000-0000-0000", true},
+		{"To Be Filled By O.E.M.", true}, {"FFFFFFFF", true}, {"S4EWNX0N123456", false}, {"deadbeef", false},
+	} {
+		if got := Placeholder(tc.serial); got != tc.want {
+			t.Errorf("Placeholder(%q) = %v, want %v", tc.serial, got, tc.want)
+		}
 	}
 }

@@ -45,8 +45,8 @@ func escField(s string) string { return strings.ReplaceAll(url.PathEscape(s), ":
 func readNamespace(dir, wwid string) *NVMeNamespace {
 	ns := NVMeNamespace{
 		NSID: readAttr(filepath.Join(dir, "nsid")), UUID: nonZero(readAttr(filepath.Join(dir, "uuid"))),
-		NGUID: nonZero(strings.ReplaceAll(readAttr(filepath.Join(dir, "nguid")), "-", "")),
-		EUI64: nonZero(strings.ReplaceAll(readAttr(filepath.Join(dir, "eui")), "-", "")),
+		NGUID: nonZero(hexDigits(readAttr(filepath.Join(dir, "nguid")))),
+		EUI64: nonZero(hexDigits(readAttr(filepath.Join(dir, "eui")))),
 	}
 	if u, ok := strings.CutPrefix(wwid, "uuid."); ok && ns.UUID == "" {
 		ns.UUID = nonZero(u)
@@ -63,6 +63,17 @@ func readNamespace(dir, wwid string) *NVMeNamespace {
 	}
 	ns.Address = readAttr(filepath.Join(dir, "device", "address"))
 	return &ns
+}
+
+// hexDigits returns the hex digits of s: sysfs prints an NGUID as a UUID
+// and an EUI-64 as bytes separated by blanks, the wwid as digits alone.
+func hexDigits(s string) string {
+	return strings.Map(func(r rune) rune {
+		if strings.ContainsRune("0123456789abcdefABCDEF", r) {
+			return r
+		}
+		return -1
+	}, s)
 }
 
 // nonZero returns s, or "" when it has no hex digit other than zero.
