@@ -208,8 +208,8 @@ func (p *publisher) matchPath(ctx context.Context, node *v1.Node, v validation.V
 func (p *publisher) matchOwnPath(ctx context.Context, pv *v1.PersistentVolume, v validation.Volume) error {
 	switch identity.Compare(diskOf(pv), v.Volume.ID) {
 	case identity.Same:
-		if identity.Refines(diskOf(pv), v.Volume.ID) { // a WWN recorded without its serial
-			return p.refineDisk(ctx, pv, v.Volume.ID)
+		if identity.Refines(diskOf(pv), v.Volume.ID) && refinable(pv) { // a WWN recorded without its serial
+			return p.recordDisk(ctx, pv, v.Volume.ID) // the marks next time: one write per PV and pass
 		}
 		if err := p.unmarkDiskReplaced(ctx, pv); err != nil {
 			return err

@@ -66,8 +66,14 @@ func (p *publisher) sharedIdentity(node *v1.Node, v validation.Volume, t *takenD
 // record: its cleanup compares Unknown and wipes nothing until an admin
 // decides.
 func (p *publisher) refineDisk(ctx context.Context, pv *v1.PersistentVolume, id identity.ID) error {
-	if pv.DeletionTimestamp != nil || pv.Status.Phase == v1.VolumeReleased || pv.Status.Phase == v1.VolumeFailed {
+	if !refinable(pv) {
 		return nil
 	}
 	return p.recordDisk(ctx, pv, id)
+}
+
+// refinable reports whether a PV's recorded identity may be replaced by a
+// newer form of it: not while it is deleted, released or failed.
+func refinable(pv *v1.PersistentVolume) bool {
+	return pv.DeletionTimestamp == nil && pv.Status.Phase != v1.VolumeReleased && pv.Status.Phase != v1.VolumeFailed
 }
