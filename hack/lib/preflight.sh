@@ -8,9 +8,11 @@
 # iproute2, socat, curl and netcat-openbsd go into upstream's agnhost image
 # (build/e2e-images/agnhost/host-packages). jq and binutils (readelf) are
 # for make release and its check, which verify runs (hack/release_test.sh).
+# xfsprogs and btrfs-progs make the file systems pkg/localpv/identity's
+# tests read UUIDs from.
 APT_PACKAGES=(runc busybox-static openssl socat conntrack iptables ethtool iproute2
   containernetworking-plugins e2fsprogs util-linux mount curl netcat-openbsd openssh-server openssh-client sudo
-  binutils jq)
+  binutils jq xfsprogs btrfs-progs)
 
 np::preflight::root() {
   [[ ${EUID} -eq 0 ]] || np::die "the local cluster needs root (mounts, cgroups, containerd)" "run it with sudo"

@@ -36,6 +36,7 @@ import (
 	"github.com/nodeplug/nodeplug/cmd/local-volume-provisioner/app/options"
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller"
+	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
 	"github.com/nodeplug/nodeplug/pkg/localpv/nodecleanup"
@@ -177,7 +178,8 @@ func runController(ctx context.Context, o *options.MasterOptions, cfg *config.Co
 		CacheSyncTimeout: o.CacheSyncTimeout,
 		Jobs: jobs.Params{Namespace: o.Namespace, Image: o.Image, ImagePullPolicy: v1.PullPolicy(o.ImagePullPolicy),
 			DiscoveryShards: o.DiscoveryShards, DiscoveryTTL: int32(o.DiscoveryTTL.Seconds()), CleanupTTL: int32(o.CleanupTTL.Seconds()),
-			DiscoveryDeadline: int64(o.DiscoveryDeadline.Seconds()), PriorityClassName: o.PriorityClassName},
+			DiscoveryDeadline: int64(o.DiscoveryDeadline.Seconds()), PriorityClassName: o.PriorityClassName,
+			FSUUIDUnavailable: os.Getenv(identity.UnavailableEnv)},
 	})
 	if err != nil {
 		return err

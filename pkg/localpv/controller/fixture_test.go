@@ -284,7 +284,7 @@ func (f *fixture) discover(node string, r *report.Report) {
 
 // testDiskID is the identity discover gives a volume that has none.
 func testDiskID(node, class, name string) identity.ID {
-	return identity.FileHandle(1, []byte(node+"/"+class+"/"+name))
+	return identity.LocalFileHandle(0, 1, 1, []byte(node+"/"+class+"/"+name))
 }
 
 // discoverRaw is discover without identities filled in.

@@ -47,6 +47,7 @@ func (d *discoverer) Discover(ctx context.Context, node string, classes []ClassS
 	r.DisksTotal = len(disks)
 	r.Disks = disks[:min(len(disks), report.MaxDisks)]
 	claimed := map[string]string{}
+	var all [][]Entry
 	for _, spec := range classes {
 		c := report.Class{Name: spec.Name}
 		var entries []Entry
@@ -64,8 +65,12 @@ func (d *discoverer) Discover(ctx context.Context, node string, classes []ClassS
 			logger.Error(scanErr, "Class directory unreadable", "class", spec.Name)
 			c.Error = scanErr.Error()
 		}
-		addEntries(ctx, &c, entries)
+		all = append(all, entries)
 		r.Classes = append(r.Classes, c)
+	}
+	d.scanner.markSharedDirectories(all)
+	for i := range r.Classes {
+		addEntries(ctx, &r.Classes[i], all[i])
 	}
 	return r, nil
 }

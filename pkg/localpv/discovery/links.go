@@ -9,12 +9,26 @@ import (
 )
 
 // identityLinkPrefixes rank the links udev names after a disk's own
-// identity: its world wide name, NVMe EUI-64 or NGUID, then its bus and
-// serial number. Links named after content (lvm-pv-uuid-, md-uuid-,
-// md-name-, dm-name-, dm-uuid-, lvm-, bcache-) change when a tenant writes
-// the disk, and names an operator chose (google-, ...) can move to another
-// disk: neither is an identity link.
-var identityLinkPrefixes = []string{"wwn-", "nvme-eui.", "nvme-nguid.", "nvme-", "ata-", "scsi-", "virtio-", "usb-", "mmc-"}
+// identity: its world wide name; an NVMe namespace's EUI-64, NGUID, UUID or
+// the kernel's nvme.<vid>-<serial>-<model>-<nsid> wwid; an NVMe namespace by
+// its controller's model, serial and number (nvme-<model>_<serial>_<nsid>,
+// see nvmeNamespaceRank); the controller's model and serial alone
+// (nvme-<model>_<serial>, which udev points at one namespace or another of
+// the controller); then the bus and serial number. Links named after
+// content (lvm-pv-uuid-, md-uuid-, md-name-, dm-name-, dm-uuid-, lvm-,
+// bcache-) change when a tenant writes the disk, and names an operator
+// chose (google-, ...) can move to another disk: neither is an identity
+// link.
+var identityLinkPrefixes = []string{"wwn-", "nvme-eui.", "nvme-nguid.", "nvme-uuid.", "nvme-nvme.", nvmeNamespaceLink, "nvme-",
+	"ata-", "scsi-", "virtio-", "usb-", "mmc-"}
+
+// nvmeNamespaceLink stands in identityLinkPrefixes for the links
+// nvme-<model>_<serial>_<nsid>, which name one namespace.
+const nvmeNamespaceLink = "nvme-*_<nsid>"
+
+// nvmeNamespaceSuffix matches the namespace number udev appends to an NVMe
+// controller's model and serial.
+var nvmeNamespaceSuffix = regexp.MustCompile(`^nvme-.+_[0-9]+$`)
 
 // partitionLink matches udev's links to a partition of a disk.
 var partitionLink = regexp.MustCompile(`-part[0-9]+$`)
@@ -26,11 +40,22 @@ func linkRank(name string) int {
 		return -1
 	}
 	for i, p := range identityLinkPrefixes {
-		if strings.HasPrefix(name, p) {
+		if p == nvmeNamespaceLink && nvmeNamespaceSuffix.MatchString(name) || strings.HasPrefix(name, p) {
 			return i
 		}
 	}
 	return -1
+}
+
+// betterLink reports whether link a (of rank r) is preferred to b of the
+// same rank: the first in name order, except that of two NVMe links by
+// model and serial the longer wins, so that nvme-<model>_<serial>_<nsid>
+// beats nvme-<model>_<serial> when the serial ends in digits.
+func betterLink(a, b string, r int) bool {
+	if identityLinkPrefixes[r] == nvmeNamespaceLink && len(a) != len(b) {
+		return len(a) > len(b)
+	}
+	return a < b
 }
 
 // preferredLink returns the link a disk is published under: of its
@@ -42,7 +67,7 @@ func linkRank(name string) int {
 func preferredLink(names []string) (string, bool) {
 	best, bestRank := "", len(identityLinkPrefixes)
 	for _, n := range names {
-		if r := linkRank(n); r >= 0 && (r < bestRank || r == bestRank && n < best) {
+		if r := linkRank(n); r >= 0 && (r < bestRank || r == bestRank && betterLink(n, best, r)) {
 			best, bestRank = n, r
 		}
 	}

@@ -70,6 +70,9 @@ type Entry struct {
 	Use *report.Disk
 	// DevNode is the device node a block entry resolves to.
 	DevNode string
+	// FSDev is a directory entry's st_dev, to tell its file system from
+	// others that report its identity.
+	FSDev uint64
 }
 
 // Scanner reads class directories. Its fields are seams for tests.
@@ -153,6 +156,10 @@ func (s *Scanner) identify(e *Entry, p, dev string) {
 	if e.Kind == report.KindDirectory {
 		e.ID, e.IDErr = identity.Directory(p)
 		e.Dev, e.Whole = s.fileSystemDevice(p)
+		var st unix.Stat_t
+		if e.ID != "" && unix.Stat(p, &st) == nil {
+			e.FSDev = st.Dev
+		}
 		return
 	}
 	e.DevNode = dev

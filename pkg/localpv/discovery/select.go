@@ -82,13 +82,14 @@ func (s *Scanner) selectDisk(spec ClassSpec, d *report.Disk, names []string, cla
 }
 
 // diskIdentity is the identity of a whole disk of the inventory, as
-// identity.Device reads it: a loop device by its backing file, another
-// disk by its WWN or serial.
+// identity.Device reads it: a loop device by its backing file, an NVMe
+// namespace by its namespace, another disk by its WWN or serial.
 func (s *Scanner) diskIdentity(d *report.Disk) identity.ID {
-	if strings.HasPrefix(d.Name, "loop") {
-		return identity.LoopDevice(s.sysDir(), d.Name)
+	id, err := identity.WholeDisk(s.sysDir(), d.Name)
+	if err != nil {
+		return ""
 	}
-	return identity.Disk(d.WWN, d.Model, d.Serial, d.Size)
+	return id
 }
 
 func matchingLinks(pattern string, names []string) []string {

@@ -26,7 +26,7 @@ func TestSelectDisks(t *testing.T) {
 		t.Fatal(err)
 	}
 	nodes, links := deviceNodes(t, disks)
-	s := &Scanner{DevDir: nodes}
+	s := &Scanner{DevDir: nodes, SysDir: recordedSys}
 	type class struct {
 		pattern  string
 		selector config.DiskSelector
@@ -90,7 +90,7 @@ func TestSelectDisksVolumeProperties(t *testing.T) {
 	nodes, links := deviceNodes(t, disks)
 	spec := ClassSpec{Name: "hdd", MountDir: links, NamePattern: "*", Devices: true,
 		DiskSelector: &config.DiskSelector{Rotational: ptr.To(true), MinSize: nil}}
-	entries, err := (&Scanner{DevDir: nodes}).SelectDisks(ctx, spec, disks, map[string]string{})
+	entries, err := (&Scanner{DevDir: nodes, SysDir: recordedSys}).SelectDisks(ctx, spec, disks, map[string]string{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestSelectDisksVolumeProperties(t *testing.T) {
 			ID: identity.Serial("", "177663465177854", 536870912*512), Dev: "vda"},
 		{Name: "wwn-0x5000c500a1b2c3d4", Kind: report.KindBlock, Capacity: 7814037168 * 512, Disk: &report.Disk{Name: "sdb",
 			Size: 7814037168 * 512, Rotational: true, Model: "ST4000NM0035-1V4", Vendor: "ATA", Serial: "ZC1ABCDE",
-			WWN: "naa.5000c500a1b2c3d4", Signature: "ext4"}, ID: identity.WWN("naa.5000c500a1b2c3d4"), Dev: "sdb"},
+			WWN: "naa.5000c500a1b2c3d4", Signature: "ext4"}, ID: identity.WWNSerial("naa.5000c500a1b2c3d4", "ZC1ABCDE"), Dev: "sdb"},
 	}
 	if diff := cmp.Diff(want, entries); diff != "" {
 		t.Errorf("entries (-want +got):\n%s", diff)
@@ -122,7 +122,7 @@ func TestSelectDisksIdentityLinks(t *testing.T) {
 	nodes, links := deviceNodes(t, disks)
 	spec := ClassSpec{Name: "hdd", MountDir: links, NamePattern: "*", Devices: true,
 		DiskSelector: &config.DiskSelector{Rotational: ptr.To(true)}}
-	s := &Scanner{DevDir: nodes}
+	s := &Scanner{DevDir: nodes, SysDir: recordedSys}
 	published := func() []string {
 		t.Helper()
 		entries, err := s.SelectDisks(ctx, spec, disks, map[string]string{})

@@ -23,7 +23,9 @@ func Partition(disk ID, start, size int64) ID {
 }
 
 // wwnPrefixes are the forms of a world wide name in the kernel's wwid
-// attribute; other forms (t10.) are vendor, model and serial.
+// attribute that name one device; the others (t10. is vendor, model and
+// serial; uuid. and nvme. are NVMe namespaces, see Attributes.ID) are not
+// reported as a WWN.
 var wwnPrefixes = []string{"naa.", "eui.", "nguid."}
 
 // Attributes are the identifying sysfs attributes of a block device.
@@ -35,6 +37,22 @@ type Attributes struct {
 	// WWN, Model, Serial as the device reports them (WWN only in the
 	// naa., eui. and nguid. forms).
 	WWN, Model, Serial string
+	// WWID is the kernel's wwid attribute in any form.
+	WWID string
+	// Namespace is set for an NVMe namespace.
+	Namespace *NVMeNamespace
+}
+
+// NVMeNamespace holds what names an NVMe namespace, as sysfs gives it.
+type NVMeNamespace struct {
+	// NSID is the namespace's number on its controller.
+	NSID string
+	// UUID, NGUID and EUI64 are the namespace's own identifiers (empty when
+	// it reports none or all zeros).
+	UUID, NGUID, EUI64 string
+	// Address is the controller's address on its bus (PCI), which tells
+	// two controllers with one placeholder serial apart on one machine.
+	Address string
 }
 
 // ReadAttributes reads the identifying attributes of the block device whose
@@ -48,13 +66,33 @@ func ReadAttributes(dir string) (Attributes, error) {
 	a.Model = readAttr(filepath.Join(dir, "device", "model"))
 	a.Serial = firstOf(readAttr(filepath.Join(dir, "serial")), readAttr(filepath.Join(dir, "device", "serial")),
 		vpdSerial(filepath.Join(dir, "device", "vpd_pg80")))
-	wwid := firstOf(readAttr(filepath.Join(dir, "wwid")), readAttr(filepath.Join(dir, "device", "wwid")))
+	a.WWID = firstOf(readAttr(filepath.Join(dir, "wwid")), readAttr(filepath.Join(dir, "device", "wwid")))
 	for _, p := range wwnPrefixes {
-		if strings.HasPrefix(wwid, p) {
-			a.WWN = wwid
+		if strings.HasPrefix(a.WWID, p) {
+			a.WWN = a.WWID
 		}
 	}
+	a.Namespace = readNamespace(dir, a.WWID)
 	return a, nil
+}
+
+// ID returns the identity of a whole disk with these attributes: its WWN
+// when it has one (an NVMe namespace with an NGUID or EUI-64 has one), with
+// its serial for a SCSI NAA WWN, which arrays give several LUNs; an
+// NVMe namespace by its controller, size and namespace (UUID, or number);
+// another disk by its serial with model and size; else unknown.
+func (a Attributes) ID() ID {
+	switch {
+	case strings.HasPrefix(a.WWN, "naa.") && !Placeholder(a.Serial):
+		return WWNSerial(a.WWN, a.Serial)
+	case a.WWN != "":
+		return WWN(a.WWN)
+	case a.Namespace != nil:
+		return NVMe(a.Model, a.Serial, a.Size, *a.Namespace)
+	case a.Serial != "":
+		return Serial(a.Model, a.Serial, a.Size)
+	}
+	return ""
 }
 
 // Device returns the identity and kernel name of the block device node at
@@ -63,16 +101,21 @@ func ReadAttributes(dir string) (Attributes, error) {
 // by its backing file, a partition by its place on its disk. The identity is
 // unknown for a device that reports none.
 func Device(sysDir, devPath string) (ID, string, error) {
-	if sysDir == "" {
-		sysDir = "/sys"
-	}
 	major, minor, err := deviceNumber(devPath)
 	if err != nil {
 		return "", "", err
 	}
+	return deviceByNumber(sysDir, major, minor)
+}
+
+// deviceByNumber is Device for the block device major:minor.
+func deviceByNumber(sysDir string, major, minor uint32) (ID, string, error) {
+	if sysDir == "" {
+		sysDir = "/sys"
+	}
 	dir, err := filepath.EvalSymlinks(filepath.Join(sysDir, "dev", "block", fmt.Sprintf("%d:%d", major, minor)))
 	if err != nil {
-		return "", "", fmt.Errorf("failed to find %s in sysfs: %w", devPath, err)
+		return "", "", fmt.Errorf("failed to find block device %d:%d in sysfs: %w", major, minor, err)
 	}
 	name := filepath.Base(dir)
 	if _, err := os.Stat(filepath.Join(dir, "partition")); err == nil {
@@ -91,6 +134,15 @@ func Device(sysDir, devPath string) (ID, string, error) {
 	return id, name, err
 }
 
+// WholeDisk returns the identity of the whole disk with kernel name name
+// (such as sdb or nvme0n2) from sysfs below sysDir (default /sys).
+func WholeDisk(sysDir, name string) (ID, error) {
+	if sysDir == "" {
+		sysDir = "/sys"
+	}
+	return wholeDisk(sysDir, filepath.Join(sysDir, "block", name))
+}
+
 func wholeDisk(sysDir, dir string) (ID, error) {
 	name := filepath.Base(dir)
 	if strings.HasPrefix(name, "loop") {
@@ -100,7 +152,7 @@ func wholeDisk(sysDir, dir string) (ID, error) {
 	if err != nil {
 		return "", err
 	}
-	return Disk(a.WWN, a.Model, a.Serial, a.Size), nil
+	return a.ID(), nil
 }
 
 // vpdSerial returns the unit serial number of a SCSI VPD page 0x80: a

@@ -6,9 +6,26 @@
 // An identity is a string "<kind>:<fields>". Strong kinds come from the
 // device or the file system itself and survive reboots, re-imaging and
 // renamed links: a world wide name (wwn), a serial number with model and
-// size (serial), a file system UUID with the directory's file handle (fs).
-// Weak kinds hold only on one machine: the backing file of a loop device
-// (loop), and a directory's file handle on a file system with no UUID (fh).
-// Equal identities mean the same disk; only two strong identities of one
-// kind can prove two disks different across machines.
+// size (serial, weak when the serial is a placeholder such as GCE's
+// nvme_card or zeros), an NVMe namespace by its controller, size and
+// namespace UUID or number (nvme), a file system UUID with the directory's
+// file handle (fs), a file handle with its device's identity on a file
+// system without a UUID (fhdisk, as strong as the device's), a partition
+// (part, as strong as its disk's). Weak kinds hold only on one machine: the
+// backing file of a loop device (loop), and a device number with a file
+// handle (fhdev) on a file system with neither a UUID nor a device
+// identity. Equal identities mean the same disk; only two strong identities
+// of one kind can prove two disks different across machines.
+//
+// A file system's UUID comes from FS_IOC_GETFSUUID (Linux 6.9), else the
+// file system's own ioctl (ext4 from 6.0, xfs, btrfs), else the superblock
+// on its device, else udev's database; SetUnavailable (or the environment
+// variable UnavailableEnv) forces sources off for tests. DirectoryFile and
+// DeviceFile read an identity through an open descriptor, so that a caller
+// acts on what it checked.
+//
+// Older releases wrote fh (a file handle alone, which every ext4 root
+// shares) and identified NVMe namespaces by their controller's serial.
+// Compare says Unknown for fh against anything, and Refines tells a caller
+// that a current identity is a newer form of such a record.
 package identity

@@ -5,20 +5,53 @@ package identity
 import (
 	"fmt"
 	"os"
+
+	"golang.org/x/sys/unix"
 )
 
-// DirectoryFile returns the identity of the open directory f, as Directory
-// does for a path: what was opened is what is identified, whatever its path
-// leads to by now.
+// DirectoryFile returns the identity of the directory open as f, read
+// through the descriptor alone (name_to_handle_at with AT_EMPTY_PATH, ioctls
+// and fstat on f), so that a caller that checks it and then acts through f
+// acts on what it checked. It needs no privilege, though some fallbacks for
+// the file system's UUID (the superblock) need to open the device.
 func DirectoryFile(f *os.File) (ID, error) {
-	return Directory(fdPath(f))
+	fd := int(f.Fd())
+	h, mountID, err := unix.NameToHandleAt(fd, "", unix.AT_EMPTY_PATH)
+	if err != nil {
+		return "", fmt.Errorf("failed to read the file handle of %s: %w", f.Name(), err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return "", fmt.Errorf("failed to stat %s: %w", f.Name(), err)
+	}
+	fsys := openFileSystem{f: f, dev: st.Dev, mountID: mountID}
+	if u, ok := fsys.uuid(); ok {
+		return FS(u, h.Type(), h.Bytes()), nil
+	}
+	return fsys.withoutUUID(h.Type(), h.Bytes()), nil
 }
 
-// DeviceFile returns the identity and kernel name of the open block device
-// f, as Device does for a path: the device number is the descriptor's
-// (/proc/self/fd/N leads to the open file itself), not what a path leads to.
+// DeviceFile returns the identity and kernel name of the block device open
+// as f: its device number from fstat, then sysfs below sysDir (default
+// /sys), as Device reads it.
 func DeviceFile(sysDir string, f *os.File) (ID, string, error) {
-	return Device(sysDir, fdPath(f))
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return "", "", fmt.Errorf("failed to stat %s: %w", f.Name(), err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFBLK {
+		return "", "", fmt.Errorf("%s is not a block device", f.Name())
+	}
+	return deviceByNumber(sysDir, unix.Major(st.Rdev), unix.Minor(st.Rdev))
 }
 
-func fdPath(f *os.File) string { return fmt.Sprintf("/proc/self/fd/%d", f.Fd()) }
+// Directory returns the identity of the directory at path: it opens it once
+// and reads DirectoryFile.
+func Directory(path string) (ID, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("failed to open %s: %w", path, err)
+	}
+	defer func() { _ = f.Close() }()
+	return DirectoryFile(f)
+}

@@ -7,6 +7,11 @@ import (
 	"os"
 )
 
+// Directory is only implemented on Linux.
+func Directory(path string) (ID, error) {
+	return "", errors.New("directory identity is only read on Linux")
+}
+
 // DirectoryFile is only implemented on Linux.
 func DirectoryFile(f *os.File) (ID, error) {
 	return "", errors.New("directory identity is only read on Linux")
@@ -15,4 +20,8 @@ func DirectoryFile(f *os.File) (ID, error) {
 // DeviceFile is only implemented on Linux.
 func DeviceFile(sysDir string, f *os.File) (ID, string, error) {
 	return "", "", errors.New("device identity is only read on Linux")
+}
+
+func deviceNumber(devPath string) (uint32, uint32, error) {
+	return 0, 0, errors.New("device numbers are only read on Linux")
 }

@@ -22,9 +22,25 @@ const (
 	KindFS = "fs"
 	// KindLoop is a loop device: its backing file, offset and size limit.
 	KindLoop = "loop"
-	// KindFileHandle is a directory on a file system without a UUID: its
-	// file handle alone.
+	// KindFileHandle is the legacy identity of a directory on a file system
+	// whose UUID was not read: its file handle alone. It is no longer
+	// produced, because the root of every ext4 file system has one handle;
+	// it compares Unknown with everything, itself included.
 	KindFileHandle = "fh"
+	// KindFileHandleOnDisk is a directory on a block device's file system
+	// that has no UUID: its file handle and its device's identity. It is as
+	// strong as the device's identity.
+	KindFileHandleOnDisk = "fhdisk"
+	// KindLocalFileHandle is a directory on a file system with neither a
+	// UUID nor a device identity (tmpfs, overlay, a disk that reports
+	// none): its device number and file handle. It is weak, and holds only
+	// while the file system stays mounted.
+	KindLocalFileHandle = "fhdev"
+	// KindNVMe is an NVMe namespace whose kernel wwid is not a WWN or EUI:
+	// its controller's model and serial, its size, and the namespace's
+	// UUID or number (and, for a placeholder serial, the controller's
+	// address on its bus).
+	KindNVMe = "nvme"
 )
 
 // MaxLength bounds an identity; longer ones are refused by Valid.
@@ -32,6 +48,20 @@ const MaxLength = 512
 
 // WWN returns the identity of a disk with a world wide name.
 func WWN(wwid string) ID { return ID(KindWWN + ":" + esc(wwid)) }
+
+// WWNSerial returns the identity of a disk by its world wide name and its
+// serial number together: arrays give several LUNs one WWN, and only the
+// serial tells them apart. Against an identity by the WWN alone (as older
+// releases recorded it) it compares Same when the WWNs are equal.
+func WWNSerial(wwid, serial string) ID {
+	return ID(KindWWN + ":" + esc(wwid) + ":" + escField(serial))
+}
+
+// wwnFields splits a wwn identity's rest into its WWN and serial.
+func wwnFields(rest string) (string, string) {
+	w, s, _ := strings.Cut(rest, ":")
+	return unesc(w), unesc(s)
+}
 
 // Serial returns the identity of a disk by its serial number, model and size.
 func Serial(model, serial string, size int64) ID {
@@ -43,10 +73,23 @@ func FS(uuid string, handleType int32, handle []byte) ID {
 	return ID(KindFS + ":" + esc(uuid) + ":" + fileHandle(handleType, handle))
 }
 
-// FileHandle returns the weak identity of a directory on a file system
-// without a UUID.
+// FileHandle returns the legacy identity of a directory by its file handle
+// alone. Nothing produces it any more; PVs may still record it.
 func FileHandle(handleType int32, handle []byte) ID {
 	return ID(KindFileHandle + ":" + fileHandle(handleType, handle))
+}
+
+// FileHandleOnDisk returns the identity of a directory on a file system
+// without a UUID on a block device with identity disk.
+func FileHandleOnDisk(handleType int32, handle []byte, disk ID) ID {
+	return ID(KindFileHandleOnDisk + ":" + fileHandle(handleType, handle) + ":" + escField(string(disk)))
+}
+
+// LocalFileHandle returns the weak identity of a directory on a file system
+// with neither a UUID nor a device identity, on device major:minor.
+func LocalFileHandle(major, minor uint32, handleType int32, handle []byte) ID {
+	return ID(KindLocalFileHandle + ":" + strconv.FormatUint(uint64(major), 10) + "." +
+		strconv.FormatUint(uint64(minor), 10) + ":" + fileHandle(handleType, handle))
 }
 
 // Loop returns the weak identity of a loop device.
@@ -70,18 +113,36 @@ func (id ID) Known() bool { return id != "" }
 // Strong reports whether the identity comes from the device or file system
 // itself, so that it proves the same disk on another machine.
 func (id ID) Strong() bool {
-	switch id.Kind() {
-	case KindWWN, KindSerial, KindFS:
+	kind, rest, _ := strings.Cut(string(id), ":")
+	switch kind {
+	case KindWWN:
+		w, _ := wwnFields(rest)
+		return strongWWID(w)
+	case KindFS:
 		return true
+	case KindSerial:
+		// model:serial:size, where the model may hold a colon.
+		f := strings.Split(rest, ":")
+		return len(f) >= 3 && !Placeholder(unesc(f[len(f)-2]))
+	case KindNVMe:
+		f := strings.Split(rest, ":")
+		return len(f) >= 4 && nvmeStrong(unesc(f[1]), unesc(f[3]))
 	case KindPartition:
-		parts := strings.SplitN(string(id), ":", 4)
-		if len(parts) < 4 {
-			return false
-		}
-		disk, err := url.PathUnescape(parts[3])
-		return err == nil && ID(disk).Strong()
+		f := strings.SplitN(rest, ":", 3)
+		return len(f) == 3 && ID(unesc(f[2])).Strong()
+	case KindFileHandleOnDisk:
+		_, disk, ok := strings.Cut(rest, ":")
+		return ok && ID(unesc(disk)).Strong()
 	}
 	return false
+}
+
+func unesc(s string) string {
+	u, err := url.PathUnescape(s)
+	if err != nil {
+		return ""
+	}
+	return u
 }
 
 // Valid checks an identity read from an untrusted source (a report, an
@@ -130,22 +191,38 @@ func (m Match) String() string {
 	return "unknown"
 }
 
-// Compare compares two identities. Different needs both of one kind.
+// Compare compares two identities. Different needs both of one kind. The
+// legacy file handle (fh) compares Unknown with everything: it is the same
+// for the roots of all ext4 file systems, so it proves nothing.
 func Compare(recorded, current ID) Match {
 	switch {
 	case recorded == "" || current == "":
 		return Unknown
+	case recorded.Kind() == KindFileHandle || current.Kind() == KindFileHandle:
+		return Unknown
 	case recorded == current:
 		return Same
+	case recorded.Kind() == KindWWN && current.Kind() == KindWWN:
+		return compareWWN(recorded, current)
 	case recorded.Kind() == current.Kind():
 		return Different
 	}
 	return Unknown
 }
 
+// compareWWN compares two wwn identities, of which one may lack the serial.
+func compareWWN(a, b ID) Match {
+	aw, as := wwnFields(strings.TrimPrefix(string(a), KindWWN+":"))
+	bw, bs := wwnFields(strings.TrimPrefix(string(b), KindWWN+":"))
+	if aw != bw || as != "" && bs != "" && as != bs {
+		return Different
+	}
+	return Same
+}
+
 // SameDisk reports whether two identities prove one disk on two machines:
 // they are equal and strong.
-func SameDisk(a, b ID) bool { return a == b && a.Strong() }
+func SameDisk(a, b ID) bool { return Compare(a, b) == Same && a.Strong() && b.Strong() }
 
 // DifferentDisk reports whether two identities prove two different disks
 // on two machines: both strong, of one kind, and unequal.
@@ -153,7 +230,8 @@ func DifferentDisk(a, b ID) bool { return a.Strong() && b.Strong() && Compare(a,
 
 func knownKind(k string) bool {
 	switch k {
-	case KindWWN, KindSerial, KindFS, KindLoop, KindFileHandle, KindPartition:
+	case KindWWN, KindSerial, KindFS, KindLoop, KindFileHandle, KindPartition,
+		KindFileHandleOnDisk, KindLocalFileHandle, KindNVMe:
 		return true
 	}
 	return false

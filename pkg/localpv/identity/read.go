@@ -7,17 +7,12 @@ import (
 	"strings"
 )
 
-// Disk returns the identity of a whole disk from its sysfs attributes: its
-// world wide name when it has one, else its serial with model and size, else
-// the unknown identity.
+// Disk returns the identity of a whole disk that is no NVMe namespace from
+// its sysfs attributes, as Attributes.ID does: its world wide name (with
+// its serial for a SCSI NAA WWN) when it has one, else its serial with
+// model and size, else the unknown identity.
 func Disk(wwn, model, serial string, size int64) ID {
-	switch {
-	case wwn != "":
-		return WWN(wwn)
-	case serial != "":
-		return Serial(model, serial, size)
-	}
-	return ""
+	return Attributes{WWN: wwn, Model: model, Serial: serial, Size: size}.ID()
 }
 
 // LoopDevice returns the identity of loop device name (such as "loop3") from

@@ -40,6 +40,18 @@ type Params struct {
 	DiscoveryDeadline int64
 	// PriorityClassName is set on Job pods when not empty.
 	PriorityClassName string
+	// FSUUIDUnavailable, for tests, is passed to discovery and cleanup
+	// containers as identity.UnavailableEnv: the sources of a file system's
+	// UUID they must not use (e2e runs kernels before 6.9's paths on CI's).
+	FSUUIDUnavailable string
+}
+
+// testEnv returns the environment of Job containers.
+func testEnv(p Params) []v1.EnvVar {
+	if p.FSUUIDUnavailable == "" {
+		return nil
+	}
+	return []v1.EnvVar{{Name: identity.UnavailableEnv, Value: p.FSUUIDUnavailable}}
 }
 
 // Tolerations returns the tolerations of every Job: the DaemonSet
@@ -103,10 +115,12 @@ func smallResources() v1.ResourceRequirements {
 // (p.DiscoveryShards when shards is not above it). Every configured class's
 // host directory is mounted read-only at its mountDir, /dev when a class
 // may hold devices or a held path lies in it, and the host's udev database
-// when a class has a disk selector. held are the host paths of the node's
-// other local PVs, which the Job resolves (at most report.MaxHeld; see
-// HeldPaths; the others are counted in --held-omitted and make the master
-// refuse what they could hide). The pod has no API credentials.
+// (a class with a disk selector reads its disks' records; every class may
+// need a file system's UUID from it, see package identity). held are the
+// host paths of the node's other local PVs, which the Job resolves (at most
+// report.MaxHeld; see HeldPaths; the others are counted in --held-omitted
+// and make the master refuse what they could hide). The pod has no API
+// credentials.
 func DiscoveryJob(p Params, cfg *config.Configuration, nodeName string, shards int, held []string) *batchv1.Job {
 	j := baseJob(p, cfg, naming.DiscoveryJobName(nodeName), RoleDiscovery, nodeName)
 	j.Spec.BackoffLimit = ptr.To[int32](2)
@@ -138,12 +152,10 @@ func DiscoveryJob(p Params, cfg *config.Configuration, nodeName string, shards i
 		// refuse hosts whose /dev is a private mount.
 		mounts = append(mounts, v1.VolumeMount{Name: "dev", MountPath: "/dev", ReadOnly: true})
 	}
-	if probes {
-		// udev's database only, not all of /run: that holds the container
-		// runtime's socket and every container's root file system mount.
-		ps.Volumes = append(ps.Volumes, hostPathVolume("udev", HostUdevDir, v1.HostPathDirectoryOrCreate))
-		mounts = append(mounts, v1.VolumeMount{Name: "udev", MountPath: UdevMountPath, ReadOnly: true})
-	}
+	// udev's database only, not all of /run: that holds the container
+	// runtime's socket and every container's root file system mount.
+	ps.Volumes = append(ps.Volumes, hostPathVolume("udev", HostUdevDir, v1.HostPathDirectoryOrCreate))
+	mounts = append(mounts, v1.VolumeMount{Name: "udev", MountPath: UdevMountPath, ReadOnly: true})
 	args := discoveryArgs(nodeName, specs, heldPaths, len(held)-len(heldPaths))
 	shards = min(max(shards, p.DiscoveryShards, 1), report.MaxShards)
 	for i := range shards {
@@ -154,6 +166,7 @@ func DiscoveryJob(p Params, cfg *config.Configuration, nodeName string, shards i
 			Args: append(slices.Clone(args), "--shard="+strconv.Itoa(i), "--shards="+strconv.Itoa(shards),
 				"--termination-log="+TerminationMessagePath),
 			VolumeMounts:             mounts,
+			Env:                      testEnv(p),
 			TerminationMessagePath:   TerminationMessagePath,
 			TerminationMessagePolicy: v1.TerminationMessageReadFile,
 			Resources:                smallResources(),
@@ -163,9 +176,11 @@ func DiscoveryJob(p Params, cfg *config.Configuration, nodeName string, shards i
 	return j
 }
 
-// HostUdevDir is the host's udev run directory, which discovery Jobs of
-// classes with a disk selector mount read-only at UdevMountPath, so that
-// discovery reads udev's record of each disk (discovery.DefaultUdevDataDir).
+// HostUdevDir is the host's udev run directory, which discovery Jobs and
+// the cleanup Jobs of directories mount read-only at UdevMountPath, so that
+// discovery reads udev's record of each disk (discovery.DefaultUdevDataDir)
+// and both find a file system's UUID where the kernel has no ioctl for it
+// and the device cannot be read (ext4 before Linux 6.0, unprivileged).
 const (
 	HostUdevDir   = "/run/udev"
 	UdevMountPath = "/host/run/udev"
@@ -307,6 +322,9 @@ func CleanupJob(p Params, cfg *config.Configuration, t CleanupTarget, attempt in
 		// No propagation, as in DiscoveryJob.
 		mounts = append(mounts, v1.VolumeMount{Name: "dev", MountPath: "/dev"})
 		sc.Privileged = ptr.To(true)
+	} else {
+		ps.Volumes = append(ps.Volumes, hostPathVolume("udev", HostUdevDir, v1.HostPathDirectoryOrCreate))
+		mounts = append(mounts, v1.VolumeMount{Name: "udev", MountPath: UdevMountPath, ReadOnly: true})
 	}
 	if t.MachineID != "" {
 		ps.Volumes = append(ps.Volumes, hostPathVolume("machine-id", "/etc/machine-id", v1.HostPathFile))
@@ -318,6 +336,7 @@ func CleanupJob(p Params, cfg *config.Configuration, t CleanupTarget, attempt in
 		ImagePullPolicy:          p.ImagePullPolicy,
 		Args:                     cleanupArgs(t),
 		VolumeMounts:             mounts,
+		Env:                      testEnv(p),
 		TerminationMessagePath:   TerminationMessagePath,
 		TerminationMessagePolicy: v1.TerminationMessageFallbackToLogsOnError,
 		Resources:                smallResources(),

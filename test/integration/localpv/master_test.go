@@ -157,7 +157,7 @@ func disks(node string, names ...string) *report.Report {
 	c := report.Class{Name: "fast"}
 	for _, n := range names {
 		c.Volumes = append(c.Volumes, report.Volume{Name: n, Kind: report.KindDirectory, Capacity: 20<<30 + 4321,
-			ID: identity.FileHandle(1, []byte(node+"/"+n))})
+			ID: identity.LocalFileHandle(0, 1, 1, []byte(node+"/"+n))})
 	}
 	return &report.Report{Version: report.Version, Node: node, Classes: []report.Class{c}}
 }

@@ -40,7 +40,7 @@ const (
 
 var (
 	start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	disk  = identity.FileHandle(1, []byte("vol1"))
+	disk  = identity.LocalFileHandle(0, 1, 1, []byte("vol1"))
 )
 
 // harness is a Runner over a fake clientset, whose PVs and Jobs the

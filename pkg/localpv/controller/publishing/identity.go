@@ -52,6 +52,9 @@ type takenDisks struct {
 	unwiped map[string]unwiped.Disk
 	// at holds the master's PVs at each reported path, looked up once.
 	at map[string][]*v1.PersistentVolume
+	// shared are the identities that two devices of the node report, with
+	// the paths that lead to them: no identity at all.
+	shared map[identity.ID][]string
 }
 
 // unwipedFor returns the remembered unwiped disk a volume's disk is.
@@ -60,15 +63,26 @@ func (t *takenDisks) unwipedFor(node string, id identity.ID) (string, unwiped.Di
 		return "", unwiped.Disk{}, false
 	}
 	key := unwiped.Key(node, id)
-	d, ok := t.unwiped[key]
-	return key, d, ok && d.ID == id
+	if d, ok := t.unwiped[key]; ok && d.ID == id {
+		return key, d, true
+	}
+	// Remembered under a legacy form of id (a weak one on its node only): a
+	// released PV recorded as a bare file handle, whose cleanup found no
+	// proof and dropped it, still holds its tenant's data.
+	for k, d := range t.unwiped {
+		if identity.Refines(d.ID, id) && (d.ID.Strong() || d.Node == node) {
+			return k, d, true
+		}
+	}
+	return "", unwiped.Disk{}, false
 }
 
 // takenOn collects the disks of a node that have a PV: the identities the
 // master's PVs on the node record, the devices behind the reported paths
 // that keep their PV, and what the other local PVs' paths lead to.
 func (p *publisher) takenOn(ctx context.Context, node *v1.Node, res *validation.Result, held []report.Held) (*takenDisks, error) {
-	t := &takenDisks{ids: map[identity.ID]string{}, devs: map[string]string{}, at: map[string][]*v1.PersistentVolume{}}
+	t := &takenDisks{ids: map[identity.ID]string{}, devs: map[string]string{}, at: map[string][]*v1.PersistentVolume{},
+		shared: sharedIdentities(res, held)}
 	var err error
 	if t.unwiped, err = p.Unwiped.Load(ctx); err != nil {
 		return nil, err
@@ -183,6 +197,9 @@ func (p *publisher) matchPath(ctx context.Context, node *v1.Node, v validation.V
 func (p *publisher) matchOwnPath(ctx context.Context, pv *v1.PersistentVolume, v validation.Volume, t *takenDisks) error {
 	switch identity.Compare(diskOf(pv), v.Volume.ID) {
 	case identity.Same:
+		if identity.Refines(diskOf(pv), v.Volume.ID) && refinable(pv) { // a WWN recorded without its serial
+			return p.recordDisk(ctx, pv, v.Volume.ID) // the marks next time: one write per PV and pass
+		}
 		if err := p.unmarkDiskReplaced(ctx, pv); err != nil {
 			return err
 		}
@@ -191,8 +208,11 @@ func (p *publisher) matchOwnPath(ctx context.Context, pv *v1.PersistentVolume, v
 		if diskOf(pv) == "" && v.Volume.ID != "" {
 			return p.stampDisk(ctx, pv, v)
 		}
-		if v.Volume.ID == "" {
-			return nil // nothing proves a change; the PV stays as it is
+		if v.Volume.ID == "" || v.Volume.ID == diskOf(pv) {
+			return nil // nothing proves a change (a legacy identity); the PV stays as it is
+		}
+		if identity.Refines(diskOf(pv), v.Volume.ID) {
+			return p.refineDisk(ctx, pv, v.Volume.ID)
 		}
 	}
 	return p.diskChanged(ctx, pv, v, t)

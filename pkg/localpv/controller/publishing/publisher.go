@@ -61,6 +61,9 @@ func (p *publisher) Publish(ctx context.Context, node *v1.Node, res *validation.
 // succeeded. A disk is matched by what it is (its identity), not by its path.
 func (p *publisher) publish(ctx context.Context, node *v1.Node, hostname string, v validation.Volume, taken *takenDisks) error {
 	logger := klog.FromContext(ctx)
+	if p.sharedIdentity(node, v, taken) {
+		return nil
+	}
 	if done, err := p.matchPath(ctx, node, v, taken); done || err != nil {
 		return err
 	}

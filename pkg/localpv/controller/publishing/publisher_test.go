@@ -36,7 +36,7 @@ const provisioner = "nodeplug.io/local-volume-provisioner"
 
 var (
 	start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	disk1 = identity.FileHandle(1, []byte("vol1"))
+	disk1 = identity.LocalFileHandle(0, 1, 1, []byte("vol1"))
 )
 
 // fakeState is the caches' view, set per case.
@@ -105,10 +105,14 @@ func existingPV(name string, id identity.ID, phase v1.PersistentVolumePhase) *v1
 }
 
 type publishCase struct {
-	name  string
-	node  *v1.Node
-	vols  map[string]identity.ID
+	name string
+	node *v1.Node
+	vols map[string]identity.ID
+	// devs are the volumes' kernel device names, where set.
+	devs  map[string]string
 	state fakeState
+	// extra are more objects in the apiserver.
+	extra []runtime.Object
 	class *storagev1.StorageClass
 	// wantPVs are the names of the PVs created.
 	wantPVs   []string
@@ -179,6 +183,7 @@ func runPublishCase(t *testing.T, tc publishCase) {
 	for _, pv := range tc.state.onNode {
 		objs = append(objs, pv)
 	}
+	objs = append(objs, tc.extra...)
 	kube := fake.NewClientset(objs...)
 	kube.ClearActions()
 	ops := &pvopstest.Fake{}
@@ -194,7 +199,7 @@ func runPublishCase(t *testing.T, tc publishCase) {
 	}
 	c := report.Class{Name: "fast"}
 	for name, id := range tc.vols {
-		c.Volumes = append(c.Volumes, report.Volume{Name: name, Kind: report.KindDirectory, Capacity: 20 << 30, ID: id})
+		c.Volumes = append(c.Volumes, report.Volume{Name: name, Kind: report.KindDirectory, Capacity: 20 << 30, ID: id, Dev: tc.devs[name]})
 	}
 	res, err := validation.Check(cfg, "a", "a", &report.Report{Version: report.Version, Node: "a", Classes: []report.Class{c}})
 	if err != nil {

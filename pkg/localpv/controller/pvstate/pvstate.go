@@ -162,6 +162,20 @@ func StampDisk(id identity.ID) Transition {
 	}}
 }
 
+// RefineDisk records a newer form of the identity a PV records (a bare file
+// handle, an NVMe controller's serial, a WWN without its serial), of the
+// same disk; any other recorded identity is left as it is.
+func RefineDisk(id identity.ID) Transition {
+	return Transition{Name: "refine the disk of", apply: func(pv *v1.PersistentVolume, _ time.Time) bool {
+		old := identity.ID(pv.Annotations[jobs.AnnDiskID])
+		if id == "" || old == id || !identity.Refines(old, id) {
+			return false
+		}
+		pv.Annotations[jobs.AnnDiskID] = string(id)
+		return true
+	}}
+}
+
 // RecordMachine records the machine of a PV that records none.
 func RecordMachine(machineID, systemUUID string) Transition {
 	return Transition{Name: "record the machine of", apply: func(pv *v1.PersistentVolume, _ time.Time) bool {

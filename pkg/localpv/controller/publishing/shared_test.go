@@ -1,0 +1,112 @@
+package publishing_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
+	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
+	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
+	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
+)
+
+// TestSharedIdentity: an identity that two devices of one node report (two
+// GCE local SSDs by their nvme_card serial, two LUNs with one WWN, a cloned
+// file system) is no identity: neither volume is published, and an Event
+// says why. Before, the first was published and the second skipped as
+// already published.
+func TestSharedIdentity(t *testing.T) {
+	mine := "lpv/" + provisioner
+	gce := identity.Serial("nvme_card", "nvme_card", 402653184000)
+	lun := identity.WWN("naa.600a098038303053453f463045727a6f")
+	for _, tc := range []publishCase{
+		{name: "two local SSDs with one placeholder serial", vols: map[string]identity.ID{"ssd0": gce, "ssd1": gce},
+			devs: map[string]string{"ssd0": "nvme0n1", "ssd1": "nvme1n1"}, class: fastClass(mine), wantEvent: "DiskIdentityShared"},
+		{name: "two LUNs with one WWN and no serial", vols: map[string]identity.ID{"lun0": lun, "lun1": lun},
+			devs: map[string]string{"lun0": "sdb", "lun1": "sdc"}, class: fastClass(mine), wantEvent: "DiskIdentityShared"},
+		{name: "a PV's disk that now shares its identity is left as it is", vols: map[string]identity.ID{"vol1": lun, "vol2": lun},
+			devs: map[string]string{"vol1": "sdb", "vol2": "sdc"}, class: fastClass(mine), wantEvent: "DiskIdentityShared",
+			state: fakeState{onNode: []*v1.PersistentVolume{existingPV("vol1", lun, v1.VolumeBound)}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { runPublishCase(t, tc) })
+	}
+}
+
+// TestLegacyIdentityRefined: a PV that records an identity in a form no
+// longer produced (the bare file handle every ext4 root shares, an NVMe
+// controller's serial, a WWN without its serial) is not taken for another
+// disk when its disk is read in the new form: the new form is recorded. Before, the PV was marked
+// disk-replaced and its claim warned of data loss.
+func TestLegacyIdentityRefined(t *testing.T) {
+	mine := "lpv/" + provisioner
+	root := []byte{2, 0, 0, 0, 0, 0, 0, 0}
+	legacyDir, dir := identity.FileHandle(1, root), identity.FS("0b6c3f9e-1d2a-4c5b-9e8f-7a6b5c4d3e21", 1, root)
+	legacyNVMe := identity.Serial("QEMU NVMe Ctrl", "deadbeef", 1<<30)
+	lun := identity.WWN("naa.600a098038303053453f463045727a6f")
+	nvme := identity.NVMe("QEMU NVMe Ctrl", "deadbeef", 1<<30, identity.NVMeNamespace{NSID: "2", UUID: "4f1c9a3e-5b6d-4c7e-8f90-a1b2c3d4e5f6"})
+	pvName := naming.PVNameForID(naming.MachineVolumeID("a", "/mnt/fast/vol1", "m1", "u1"))
+	recorded := func(want identity.ID) func(t *testing.T, kube *fake.Clientset) {
+		return func(t *testing.T, kube *fake.Clientset) {
+			pv, err := kube.CoreV1().PersistentVolumes().Get(t.Context(), pvName, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := identity.ID(pv.Annotations[jobs.AnnDiskID]); got != want {
+				t.Errorf("PV records %q, want %q", got, want)
+			}
+		}
+	}
+	for _, tc := range []publishCase{
+		{name: "a directory's bare file handle, now with its UUID", vols: map[string]identity.ID{"vol1": dir}, class: fastClass(mine),
+			state: fakeState{onNode: []*v1.PersistentVolume{existingPV("vol1", legacyDir, v1.VolumeBound)}}, check: recorded(dir)},
+		{name: "an NVMe namespace by its controller's serial, now by its UUID", vols: map[string]identity.ID{"vol1": nvme}, class: fastClass(mine),
+			state: fakeState{onNode: []*v1.PersistentVolume{existingPV("vol1", legacyNVMe, v1.VolumeBound)}}, check: recorded(nvme)},
+		{name: "a LUN's WWN, now with its serial", vols: map[string]identity.ID{"vol1": identity.WWNSerial("naa.600a098038303053453f463045727a6f", "SN0001")},
+			class: fastClass(mine), state: fakeState{onNode: []*v1.PersistentVolume{existingPV("vol1", lun, v1.VolumeBound)}},
+			check: recorded(identity.WWNSerial("naa.600a098038303053453f463045727a6f", "SN0001"))},
+		{name: "an old agent's bare file handle changes nothing", vols: map[string]identity.ID{"vol1": legacyDir}, class: fastClass(mine),
+			state: fakeState{onNode: []*v1.PersistentVolume{existingPV("vol1", legacyDir, v1.VolumeBound)}}, check: recorded(legacyDir)},
+		{name: "a released PV keeps its legacy record for its cleanup to refuse", vols: map[string]identity.ID{"vol1": dir}, class: fastClass(mine),
+			state: fakeState{onNode: []*v1.PersistentVolume{existingPV("vol1", legacyDir, v1.VolumeReleased)}}, check: recorded(legacyDir)},
+		{name: "another directory than the legacy handle's is another disk", class: fastClass(mine),
+			vols:    map[string]identity.ID{"vol1": identity.FS("0b6c3f9e-1d2a-4c5b-9e8f-7a6b5c4d3e21", 1, []byte{12, 0, 0, 0, 1, 0, 0, 0})},
+			state:   fakeState{onNode: []*v1.PersistentVolume{existingPV("vol1", legacyDir, v1.VolumeBound)}},
+			wantOps: []string{"warnClaim " + pvName + " DiskReplaced DataLoss"}, wantEvent: "DiskReplaced"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { runPublishCase(t, tc) })
+	}
+}
+
+// TestUnwipedUnderLegacyIdentity: a disk remembered as unwiped under a
+// legacy identity (a released PV recorded as a bare file handle, dropped
+// because its cleanup found no proof) is held for an admin, as any returned
+// unwiped disk is, when it is reported under its new identity on its node. Before, it was
+// published with the old tenant's data.
+func TestUnwipedUnderLegacyIdentity(t *testing.T) {
+	mine := "lpv/" + provisioner
+	root := []byte{2, 0, 0, 0, 0, 0, 0, 0}
+	legacy, now := identity.FileHandle(1, root), identity.FS("0b6c3f9e-1d2a-4c5b-9e8f-7a6b5c4d3e21", 1, root)
+	remembered := func(node string) []runtime.Object {
+		d := unwiped.Disk{ID: legacy, PV: "old-pv", Node: node, Path: "/mnt/fast/vol1", Since: "2026-01-01T00:00:00Z", Reason: "identity_mismatch"}
+		raw, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []runtime.Object{&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "lpv", Name: unwiped.ConfigMapName},
+			Data: map[string]string{unwiped.Key(node, legacy): string(raw)}}}
+	}
+	for _, tc := range []publishCase{
+		{name: "on its node it is held for an admin", vols: map[string]identity.ID{"vol1": now}, class: fastClass(mine),
+			extra: remembered("a"), wantEvent: "DiskHeld",
+			wantPVs: []string{naming.PVNameForID(naming.MachineVolumeID("a", "/mnt/fast/vol1", "m1", "u1"))}},
+		{name: "another node's weak record is not this disk", vols: map[string]identity.ID{"vol1": now}, class: fastClass(mine),
+			extra: remembered("b"), wantPVs: []string{naming.PVNameForID(naming.MachineVolumeID("a", "/mnt/fast/vol1", "m1", "u1"))}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { runPublishCase(t, tc) })
+	}
+}
