@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
+	"github.com/nodeplug/nodeplug/pkg/util/testutil"
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
 )
 
@@ -35,7 +36,7 @@ func TestMultiNodeLocalPVReplacedMachine(t *testing.T) {
 	ctx := t.Context()
 	n := c.Nodes[1]
 	if n.OnHost() {
-		t.Skipf("node %s is the host, whose machine identity the test must not change", n.Name)
+		testutil.MissingCapability(t, "node %s is the host, whose machine identity the test must not change", n.Name)
 	}
 	d := newLPVDisksOn(t, n)
 	kept, _ := d.addExt4(ctx, t, "vol0")

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodeplug/nodeplug/pkg/util/testutil"
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
 )
 
@@ -33,7 +34,7 @@ func TestMultiNodeLocalPVNodeDeleted(t *testing.T) {
 	ctx := t.Context()
 	gone, other := c.Nodes[1], c.Nodes[2]
 	if gone.OnHost() {
-		t.Skipf("node %s is the host, whose kubelet the test must not stop", gone.Name)
+		testutil.MissingCapability(t, "node %s is the host, whose kubelet the test must not stop", gone.Name)
 	}
 	dGone, dOther := newLPVDisksOn(t, gone), newLPVDisksOn(t, other)
 	dGone.addDir("rel0")
