@@ -42,24 +42,7 @@ const sentinel = "sentinel.example.com"
 // does about the loss (settle), then for the end of the grace period
 // (graceOver), then checks.
 func TestDRAConnectionLoss(t *testing.T) {
-	tests := []struct {
-		name string
-		// policy: the DRA handler's Policy; false: the default (owner
-		// election, stale sockets removed and de-registered).
-		policy bool
-		act    func(r *draRun, t *testing.T)
-		// settle waits for the watcher's answer to act.
-		settle     func(r *draRun, t *testing.T)
-		wantDeregs int
-		// maxDeregs, when set, allows up to that many: a restart that
-		// removes and re-creates both sockets at once can be seen as two
-		// removals by the watcher (the old registration socket's and the
-		// old service's), each de-registering the endpoint before the new
-		// one registers; the DRA manager is left with the plugin either way.
-		maxDeregs   int
-		wantWipe    bool
-		wantRegFile bool
-	}{
+	tests := []draLossCase{
 		{
 			name:   "registration server dies, the service serves on: nothing changes",
 			policy: true, act: (*draRun).killRegistration, settle: (*draRun).keptRefusing, wantRegFile: true,
@@ -88,24 +71,49 @@ func TestDRAConnectionLoss(t *testing.T) {
 			if tc.wantWipe {
 				eventually(t, "the driver's ResourceSlices wiped", func() bool { return len(r.wipesOf(driver)) > 0 })
 			}
-
-			if n := len(r.rec.ops("deregister")); n < tc.wantDeregs || n > max(tc.wantDeregs, tc.maxDeregs) {
-				t.Errorf("%d de-registrations, want %d to %d: %+v", n, tc.wantDeregs, max(tc.wantDeregs, tc.maxDeregs), r.rec.ops("deregister"))
-			}
-			wipes := r.wipesOf(driver)
-			switch {
-			case tc.wantWipe && wipes[0].Sub(r.killedAt) < wipingDelay:
-				t.Errorf("ResourceSlices wiped %v after the plugin died, within the %v grace period", wipes[0].Sub(r.killedAt), wipingDelay)
-			case !tc.wantWipe && len(wipes) > 0:
-				t.Errorf("ResourceSlices wiped %v after the plugin died", wipes[0].Sub(r.killedAt))
-			}
-			if got := exists(r.regPath); got != tc.wantRegFile {
-				t.Errorf("registration socket exists: %v, want %v", got, tc.wantRegFile)
-			}
-			if _, err := r.pm.GetPlugin(driver); tc.policy && err != nil {
-				t.Errorf("the DRA manager lost the driver: %v", err)
-			}
+			tc.check(t, r)
 		})
+	}
+}
+
+// draLossCase is a case of TestDRAConnectionLoss.
+type draLossCase struct {
+	name string
+	// policy: the DRA handler's Policy; false: the default (owner
+	// election, stale sockets removed and de-registered).
+	policy bool
+	act    func(r *draRun, t *testing.T)
+	// settle waits for the watcher's answer to act.
+	settle     func(r *draRun, t *testing.T)
+	wantDeregs int
+	// maxDeregs, when set, allows up to that many: a restart that
+	// removes and re-creates both sockets at once can be seen as two
+	// removals by the watcher (the old registration socket's and the
+	// old service's), each de-registering the endpoint before the new
+	// one registers; the DRA manager is left with the plugin either way.
+	maxDeregs   int
+	wantWipe    bool
+	wantRegFile bool
+}
+
+// check compares what r's watcher and DRA manager did with the case.
+func (tc draLossCase) check(t *testing.T, r *draRun) {
+	t.Helper()
+	if n := len(r.rec.ops("deregister")); n < tc.wantDeregs || n > max(tc.wantDeregs, tc.maxDeregs) {
+		t.Errorf("%d de-registrations, want %d to %d: %+v", n, tc.wantDeregs, max(tc.wantDeregs, tc.maxDeregs), r.rec.ops("deregister"))
+	}
+	wipes := r.wipesOf(driver)
+	switch {
+	case tc.wantWipe && wipes[0].Sub(r.killedAt) < wipingDelay:
+		t.Errorf("ResourceSlices wiped %v after the plugin died, within the %v grace period", wipes[0].Sub(r.killedAt), wipingDelay)
+	case !tc.wantWipe && len(wipes) > 0:
+		t.Errorf("ResourceSlices wiped %v after the plugin died", wipes[0].Sub(r.killedAt))
+	}
+	if got := exists(r.regPath); got != tc.wantRegFile {
+		t.Errorf("registration socket exists: %v, want %v", got, tc.wantRegFile)
+	}
+	if _, err := r.pm.GetPlugin(driver); tc.policy && err != nil {
+		t.Errorf("the DRA manager lost the driver: %v", err)
 	}
 }
 
