@@ -87,13 +87,6 @@ func (c *logCapture) all(after int, msg string, kv ...any) []logEntry {
 	return out
 }
 
-// last returns the seq of the latest entry, -1 when there is none.
-func (c *logCapture) last() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.entries) - 1
-}
-
 // wait waits, boundedly, for the first entry after seq that is msg with kv
 // (-1: any entry).
 func (c *logCapture) wait(t *testing.T, after int, msg string, kv ...any) logEntry {
@@ -110,8 +103,8 @@ func (c *logCapture) wait(t *testing.T, after int, msg string, kv ...any) logEnt
 // context returns ctx with a logger that passes every entry on to ctx's
 // logger and records it, at every verbosity.
 func (c *logCapture) context(ctx context.Context) context.Context {
-	inner := klog.FromContext(ctx).GetSink()
-	return klog.NewContext(ctx, klog.New(&captureSink{c: c, inner: inner}))
+	logger := klog.FromContext(ctx)
+	return klog.NewContext(ctx, logger.WithSink(&captureSink{c: c, inner: logger.GetSink()}))
 }
 
 type captureSink struct {
