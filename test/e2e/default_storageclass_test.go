@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeplug/nodeplug/pkg/util/testutil"
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
 )
 
@@ -41,7 +42,7 @@ func TestDefaultStorageClass(t *testing.T) {
 	ctx := t.Context()
 	sc, err := c.Client.StorageV1().StorageClasses().Get(ctx, defaultClass, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		t.Skip("no default StorageClass: the cluster was brought up with DEFAULT_STORAGECLASS=false")
+		testutil.MissingCapability(t, "no default StorageClass: the cluster was brought up with DEFAULT_STORAGECLASS=false")
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -13,8 +13,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
+	"github.com/nodeplug/nodeplug/pkg/util/testutil"
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
 )
 
@@ -35,7 +37,7 @@ func TestMultiNodeLocalPVReplacedMachine(t *testing.T) {
 	ctx := t.Context()
 	n := c.Nodes[1]
 	if n.OnHost() {
-		t.Skipf("node %s is the host, whose machine identity the test must not change", n.Name)
+		testutil.MissingCapability(t, "node %s is the host, whose machine identity the test must not change", n.Name)
 	}
 	d := newLPVDisksOn(t, n)
 	kept, _ := d.addExt4(ctx, t, "vol0")
@@ -60,6 +62,11 @@ func TestMultiNodeLocalPVReplacedMachine(t *testing.T) {
 		t.Cleanup(replaceMachineID(ctx, t, c, n, newID))
 		for _, pv := range []*corev1.PersistentVolume{pvKept, pvSwapped} {
 			waitForMachineOf(ctx, t, c, pv.Name, newID)
+		}
+		// The report that handed the PVs over has been consumed whole: a
+		// second PV it would publish exists by then.
+		waitForDiscoveryConsumed(ctx, t, c, n.Name)
+		for _, pv := range []*corev1.PersistentVolume{pvKept, pvSwapped} {
 			if other := findOtherPVOn(ctx, t, c, n.Name, pv.Spec.Local.Path, pv.Name); other != nil {
 				t.Errorf("a second PV %s was published for the disk of %s", other.Name, pv.Name)
 			}
@@ -117,6 +124,40 @@ func waitForMachineOf(ctx context.Context, t *testing.T, c *framework.Cluster, n
 	}); err != nil {
 		out, _ := c.Kubectl(ctx, "describe", "pv", name)
 		t.Fatalf("PV %s is not handed to machine %s: %v\n%s", name, id, err, out)
+	}
+}
+
+// waitForDiscoveryConsumed waits until every discovery Job of node that
+// exists now has been consumed. The master deletes a discovery Job only
+// after it has acted on its whole report (published, handed over or
+// refused each volume), so whatever a report seen so far leads to has
+// happened by then.
+func waitForDiscoveryConsumed(ctx context.Context, t *testing.T, c *framework.Cluster, node string) {
+	t.Helper()
+	opts := metav1.ListOptions{LabelSelector: jobs.LabelRole + "=" + jobs.RoleDiscovery}
+	list, err := c.Client.BatchV1().Jobs(lpvNamespace).List(ctx, opts)
+	if err != nil {
+		t.Fatalf("list discovery Jobs: %v", err)
+	}
+	pending := map[types.UID]string{}
+	for _, j := range list.Items {
+		if j.Annotations[jobs.AnnNode] == node && j.DeletionTimestamp == nil {
+			pending[j.UID] = j.Name
+		}
+	}
+	if err := framework.Poll(t.Context(), 120*time.Second, func(context.Context) bool {
+		list, err := c.Client.BatchV1().Jobs(lpvNamespace).List(ctx, opts)
+		if err != nil {
+			return false
+		}
+		for _, j := range list.Items {
+			if _, ok := pending[j.UID]; ok && j.DeletionTimestamp == nil {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		t.Fatalf("discovery Jobs %v of node %s not consumed: %v", pending, node, err)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
+	"github.com/nodeplug/nodeplug/pkg/util/testutil"
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
 )
 
@@ -38,7 +39,7 @@ func TestMultiNodeLocalPVNodeDeleted(t *testing.T) {
 	ctx := t.Context()
 	gone, other := c.Nodes[1], c.Nodes[2]
 	if gone.OnHost() {
-		t.Skipf("node %s is the host, whose kubelet the test must not stop", gone.Name)
+		testutil.MissingCapability(t, "node %s is the host, whose kubelet the test must not stop", gone.Name)
 	}
 	dGone, dOther := newLPVDisksOn(t, gone), newLPVDisksOn(t, other)
 	relDir := dGone.addDir("rel0")

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeplug/nodeplug/pkg/util/testutil"
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
 )
 
@@ -30,7 +31,7 @@ func TestMultiNode(t *testing.T) {
 		t.Fatalf("list nodes: %v", err)
 	}
 	if len(nodes.Items) < 2 {
-		t.Skipf("the cluster has %d node; this test needs 2 or more (make local-up NODES=3)", len(nodes.Items))
+		testutil.MissingCapability(t, "the cluster has %d node; this test needs 2 or more (make local-up NODES=3)", len(nodes.Items))
 	}
 	pods := make([]*corev1.Pod, len(nodes.Items))
 	for i := range nodes.Items {

@@ -17,13 +17,15 @@ import (
 
 // TestDirectoryEventsMapToReasons drives the watcher with a fake directory
 // watcher: changes and lost events are changes, a directory found again by
-// retrying is a resync.
+// retrying is a resync. The mount table is a quiet copy, so that a mount
+// elsewhere cannot make the watcher look, and report a change, before the
+// event under test.
 func TestDirectoryEventsMapToReasons(t *testing.T) {
 	dir := t.TempDir()
 	fake := dirwatchtest.NewFake(dir, nil)
 	n := &fakeNotifier{calls: make(chan call, 10)}
 	w := New(Options{Classes: []discovery.ClassSpec{{Name: "fast", MountDir: dir, NamePattern: "*"}},
-		Resync: time.Hour, Debounce: time.Millisecond}, &discovery.Scanner{}, n).(*watcher)
+		MountInfoPath: quietMountTable(t), Resync: time.Hour, Debounce: time.Millisecond}, &discovery.Scanner{}, n).(*watcher)
 	w.newDirWatcher = fake.New
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)

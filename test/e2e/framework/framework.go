@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/nodeplug/nodeplug/pkg/util/testutil"
 )
 
 // BusyboxImage is the test image local-up imports into containerd.
@@ -121,12 +123,14 @@ func (c *Cluster) RequireFlag(t testing.TB, component, flag string) {
 	t.Fatalf("%s runs without %s; run the e2e suite with hack/e2e.sh, which sets it", component, flag)
 }
 
-// RequireNodes skips t, saying why, on a cluster of fewer than n nodes
-// (make test-e2e runs NODES=3).
+// RequireNodes ends t, saying why, on a cluster of fewer than n nodes
+// (make test-e2e runs NODES=3): it skips, or fails under CI=true
+// (testutil.MissingCapability), so that a wrong NODES cannot make a tier
+// pass without running its multi-node tests.
 func (c *Cluster) RequireNodes(t testing.TB, n int) {
 	t.Helper()
 	if len(c.Nodes) < n {
-		t.Skipf("the cluster has %d node(s); this test needs %d (make local-up NODES=3, as make test-e2e runs)", len(c.Nodes), n)
+		testutil.MissingCapability(t, "the cluster has %d node(s); this test needs %d (make local-up NODES=3, as make test-e2e runs)", len(c.Nodes), n)
 	}
 }
 

@@ -144,7 +144,10 @@ func (h *devicePluginHandler) RegisterPlugin(ctx context.Context, name, endpoint
 	return nil
 }
 
+// deviceGoneMsg is logged when a device plugin's registration socket goes.
+const deviceGoneMsg = "Device plugin registration socket gone; the device manager drops the plugin when its ListAndWatch stream ends"
+
 func (h *devicePluginHandler) DeRegisterPlugin(ctx context.Context, name, endpoint string) {
-	klog.FromContext(ctx).V(2).Info("Device plugin registration socket gone; the device manager drops the plugin when its ListAndWatch stream ends",
+	klog.FromContext(ctx).V(2).Info(deviceGoneMsg,
 		"resourceName", name, "endpoint", endpoint, "relativeTo", strings.TrimSuffix(filepath.Dir(h.socket), "/"))
 }

@@ -30,6 +30,11 @@ type withoutPolicy struct {
 // not connected a second time. The contrast case shows what the owner
 // election used to do: register the old instance again, which upstream's
 // device manager refuses as already connected.
+//
+// That the old instance is not connected again is checked once the watcher
+// has handled the new instance's removal to its end: the removal
+// de-registers the new instance and queues the old one for a look, and
+// the watcher logs that the old one needs nothing.
 func TestDevicePluginSeamlessUpgrade(t *testing.T) {
 	for name, policy := range map[string]bool{
 		"every instance registered":                   true,
@@ -37,7 +42,8 @@ func TestDevicePluginSeamlessUpgrade(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			logger, ctx := ktesting.NewTestContext(t)
-			ctx, cancel := context.WithCancel(ctx)
+			logs := &logCapture{}
+			ctx, cancel := context.WithCancel(logs.context(ctx))
 			defer cancel()
 			dm, regDir := newFakeDeviceManager(), shortDir(t, "reg")
 			var h pluginwatcher.Handler = NewDevicePlugin(DevicePluginOptions{KubeletSocket: startRegistrationServer(t, logger, dm)})
@@ -63,7 +69,8 @@ func TestDevicePluginSeamlessUpgrade(t *testing.T) {
 				eventually(t, "the old instance registered again", func() bool { _, c := dm.instances(resource); return c[oldSock] == 2 })
 				return
 			}
-			time.Sleep(500 * time.Millisecond) // for a re-registration to happen, if one did
+			gone := logs.wait(t, -1, deviceGoneMsg, "endpoint", newSock)
+			logs.wait(t, gone.seq, "Plugin socket needs nothing", "path", oldSock)
 			if s, connects := dm.instances(resource); !slices.Equal(s, []string{oldSock}) || connects[oldSock] != 1 {
 				t.Errorf("connected %q, the old instance connected %d times; want only the old one, connected once", s, connects[oldSock])
 			}

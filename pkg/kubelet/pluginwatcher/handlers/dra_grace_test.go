@@ -1,10 +1,12 @@
 package handlers
 
 import (
+	"errors"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -24,6 +26,10 @@ import (
 // (defaultWipingDelay in pkg/kubelet/cm/dra/manager.go).
 const wipingDelay = 2 * time.Second
 
+// sentinel is a second DRA driver registered with the same DRA manager;
+// see draRun.graceOver.
+const sentinel = "sentinel.example.com"
+
 // TestDRAConnectionLoss: losing a plugin's connection is not a
 // de-registration. Upstream's DRA manager keeps the plugin and wipes the
 // driver's ResourceSlices only when no instance of it has been connected
@@ -31,116 +37,195 @@ const wipingDelay = 2 * time.Second
 // that refuses connections registered and in place, so that it neither
 // starts that timer where upstream would not nor ends a plugin that comes
 // back in time.
+//
+// Nothing is checked after a sleep: each case waits for what the watcher
+// does about the loss (settle), then for the end of the grace period
+// (graceOver), then checks.
 func TestDRAConnectionLoss(t *testing.T) {
-	for name, tc := range map[string]struct {
-		// policy: the DRA handler's Policy; false: the default (owner
-		// election, stale sockets removed and de-registered).
-		policy     bool
-		act        func(r *draRun, t *testing.T)
-		wantDeregs int
-		// maxDeregs, when set, allows up to that many: a restart that
-		// removes and re-creates both sockets at once can be seen as two
-		// removals by the watcher (the old registration socket's and the
-		// old service's), each de-registering the endpoint before the new
-		// one registers; the DRA manager is left with the plugin either way.
-		maxDeregs   int
-		wantWipe    bool
-		wantRegFile bool
-	}{
-		"registration server dies, the service serves on: nothing changes": {
-			policy: true, act: (*draRun).killRegistration, wantRegFile: true,
+	tests := []draLossCase{
+		{
+			name:   "registration server dies, the service serves on: nothing changes",
+			policy: true, act: (*draRun).killRegistration, settle: (*draRun).keptRefusing, wantRegFile: true,
 		},
-		"the same under the default policy, for contrast: de-registered, then wiped": {
-			act: (*draRun).killRegistration, wantDeregs: 1, wantWipe: true,
+		{
+			name: "the same under the default policy, for contrast: de-registered, then wiped",
+			act:  (*draRun).killRegistration, settle: (*draRun).deregistered, wantDeregs: 1, wantWipe: true,
 		},
-		"the plugin dies: it stays registered, its slices are wiped after the grace period": {
-			policy: true, act: (*draRun).killBoth, wantWipe: true, wantRegFile: true,
+		{
+			name:   "the plugin dies: it stays registered, its slices are wiped after the grace period",
+			policy: true, act: (*draRun).killBoth, settle: (*draRun).keptRefusing, wantWipe: true, wantRegFile: true,
 		},
-		"the plugin restarts within the grace period: nothing is wiped": {
-			policy: true, act: (*draRun).restart, wantDeregs: 1, maxDeregs: 2, wantRegFile: true,
+		{
+			// restart itself waits until the plugin is registered again.
+			name:   "the plugin restarts within the grace period: nothing is wiped",
+			policy: true, act: (*draRun).restart, settle: func(*draRun, *testing.T) {}, wantDeregs: 1, maxDeregs: 2, wantRegFile: true,
 		},
-	} {
-		t.Run(name, func(t *testing.T) {
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			r := startDRARun(t, tc.policy)
 			tc.act(r, t)
-			time.Sleep(2 * wipingDelay)
-
-			if n := len(r.rec.ops("deregister")); n < tc.wantDeregs || n > max(tc.wantDeregs, tc.maxDeregs) {
-				t.Errorf("%d de-registrations, want %d to %d: %+v", n, tc.wantDeregs, max(tc.wantDeregs, tc.maxDeregs), r.rec.ops("deregister"))
+			tc.settle(r, t)
+			r.graceOver(t)
+			if tc.wantWipe {
+				eventually(t, "the driver's ResourceSlices wiped", func() bool { return len(r.wipesOf(driver)) > 0 })
 			}
-			wipes := r.driverWipes()
-			switch {
-			case tc.wantWipe && len(wipes) == 0:
-				t.Error("the driver's ResourceSlices were not wiped")
-			case tc.wantWipe && wipes[0].Sub(r.killedAt) < wipingDelay:
-				t.Errorf("ResourceSlices wiped %v after the plugin died, within the %v grace period", wipes[0].Sub(r.killedAt), wipingDelay)
-			case !tc.wantWipe && len(wipes) > 0:
-				t.Errorf("ResourceSlices wiped %v after the plugin died", wipes[0].Sub(r.killedAt))
-			}
-			if got := exists(r.regPath); got != tc.wantRegFile {
-				t.Errorf("registration socket exists: %v, want %v", got, tc.wantRegFile)
-			}
-			if _, err := r.pm.GetPlugin(driver); tc.policy && err != nil {
-				t.Errorf("the DRA manager lost the driver: %v", err)
-			}
+			tc.check(t, r)
 		})
+	}
+}
+
+// draLossCase is a case of TestDRAConnectionLoss.
+type draLossCase struct {
+	name string
+	// policy: the DRA handler's Policy; false: the default (owner
+	// election, stale sockets removed and de-registered).
+	policy bool
+	act    func(r *draRun, t *testing.T)
+	// settle waits for the watcher's answer to act.
+	settle     func(r *draRun, t *testing.T)
+	wantDeregs int
+	// maxDeregs, when set, allows up to that many: a restart that
+	// removes and re-creates both sockets at once can be seen as two
+	// removals by the watcher (the old registration socket's and the
+	// old service's), each de-registering the endpoint before the new
+	// one registers; the DRA manager is left with the plugin either way.
+	maxDeregs   int
+	wantWipe    bool
+	wantRegFile bool
+}
+
+// check compares what r's watcher and DRA manager did with the case.
+func (tc draLossCase) check(t *testing.T, r *draRun) {
+	t.Helper()
+	if n := len(r.rec.ops("deregister")); n < tc.wantDeregs || n > max(tc.wantDeregs, tc.maxDeregs) {
+		t.Errorf("%d de-registrations, want %d to %d: %+v", n, tc.wantDeregs, max(tc.wantDeregs, tc.maxDeregs), r.rec.ops("deregister"))
+	}
+	wipes := r.wipesOf(driver)
+	switch {
+	case tc.wantWipe && wipes[0].Sub(r.killedAt) < wipingDelay:
+		t.Errorf("ResourceSlices wiped %v after the plugin died, within the %v grace period", wipes[0].Sub(r.killedAt), wipingDelay)
+	case !tc.wantWipe && len(wipes) > 0:
+		t.Errorf("ResourceSlices wiped %v after the plugin died", wipes[0].Sub(r.killedAt))
+	}
+	if got := exists(r.regPath); got != tc.wantRegFile {
+		t.Errorf("registration socket exists: %v, want %v", got, tc.wantRegFile)
+	}
+	if _, err := r.pm.GetPlugin(driver); tc.policy && err != nil {
+		t.Errorf("the DRA manager lost the driver: %v", err)
 	}
 }
 
 // draRun is one DRA plugin registered through nodeplug's watcher with
 // upstream's DRA plugin manager: a registration socket and a service
-// socket, each served, and killable, on its own.
+// socket, each served, and killable, on its own. Beside it, the sentinel
+// driver's service, registered with the DRA manager directly.
 type draRun struct {
 	pm               *draplugin.DRAPluginManager
 	rec              *recorder
+	logs             *logCapture
 	info             *registerapi.PluginInfo
 	regPath, svcPath string
 	reg              *regPlugin
 	svcLis           *net.UnixListener
 	svcSrv           *grpc.Server
+	sentinelLis      *net.UnixListener
+	sentinelSrv      *grpc.Server
 	killedAt         time.Time
 
 	mu    sync.Mutex
-	wipes []time.Time
+	wipes map[string][]time.Time // by driver
 }
 
 func startDRARun(t *testing.T, policy bool) *draRun {
 	t.Helper()
 	dir := shortDir(t, "dra")
-	r := &draRun{regPath: filepath.Join(dir, driver+"-reg.sock"), svcPath: filepath.Join(dir, "dra.sock")}
+	r := &draRun{regPath: filepath.Join(dir, driver+"-reg.sock"), svcPath: filepath.Join(dir, "dra.sock"),
+		logs: &logCapture{}, wipes: map[string][]time.Time{}}
 	client := fake.NewClientset()
 	client.PrependReactor("delete-collection", "resourceslices", r.recordWipe)
-	r.pm = newDRAManager(t, client, wipingDelay)
+	r.pm = newDRAManager(t, client, wipingDelay, r.logs)
+	r.startSentinel(t)
 	r.rec = &recorder{upstream: r.pm}
 	var h pluginwatcher.Handler = r.rec
 	if policy {
 		h = DRA(r.rec)
 	}
-	startDRAWatcher(t, dir, h)
+	startDRAWatcher(t, dir, h, r.logs)
 	r.info = &registerapi.PluginInfo{Type: pluginwatcher.DRAPlugin, Name: driver, Endpoint: r.svcPath, SupportedVersions: []string{"v1.DRAPlugin"}}
 	r.serve(t)
-	// Let the DRA manager's connection to the service come up.
-	time.Sleep(200 * time.Millisecond)
+	// Until the DRA manager's connection to the service is up, the driver
+	// counts as gone since its registration.
+	r.logs.wait(t, -1, draConnectionChanged, "driverName", driver, "connected", true)
 	return r
 }
 
-// recordWipe records a deletion of the driver's ResourceSlices (not the
+// draConnectionChanged is what upstream's DRA plugin manager logs when its
+// connection to a plugin's service comes up or goes
+// (monitoredPlugin.HandleConn).
+const draConnectionChanged = "Connection changed"
+
+// startSentinel serves the sentinel driver's service and registers it
+// with the DRA manager, connected.
+func (r *draRun) startSentinel(t *testing.T) {
+	t.Helper()
+	path := filepath.Join(shortDir(t, "drs"), "dra.sock")
+	r.sentinelLis, r.sentinelSrv = serveGRPC(t, path)
+	go func() { _ = r.sentinelSrv.Serve(r.sentinelLis) }()
+	if err := r.pm.RegisterPlugin(t.Context(), sentinel, path, []string{"v1.DRAPlugin"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	r.logs.wait(t, -1, draConnectionChanged, "driverName", sentinel, "connected", true)
+}
+
+// graceOver returns once the grace period of every connection loss and
+// de-registration so far has passed: it kills the sentinel driver's
+// service and waits for the DRA manager to wipe the sentinel's
+// ResourceSlices, a grace period later. A wipe of the driver under test
+// that was due by then (its timer started before the sentinel's) has been
+// made by then.
+func (r *draRun) graceOver(t *testing.T) {
+	t.Helper()
+	kill(r.sentinelLis, r.sentinelSrv)
+	eventually(t, "the sentinel driver's ResourceSlices wiped", func() bool { return len(r.wipesOf(sentinel)) > 0 })
+}
+
+// keptRefusing waits until the watcher has found the registration socket
+// refusing connections staleAttempts times over at least staleGrace and
+// kept it registered: the default policy would have removed it as stale
+// by then.
+func (r *draRun) keptRefusing(t *testing.T) {
+	t.Helper()
+	eventually(t, "the registration socket refused and kept past the stale-socket rule", func() bool {
+		kept := r.logs.all(-1, "Registered plugin socket refused connection, kept", "path", r.regPath)
+		return len(kept) >= staleAttempts && kept[len(kept)-1].at.Sub(kept[0].at) >= staleGrace
+	})
+}
+
+// deregistered waits until the watcher de-registered the plugin.
+func (r *draRun) deregistered(t *testing.T) {
+	t.Helper()
+	eventually(t, "the plugin de-registered", func() bool { return len(r.rec.ops("deregister")) > 0 })
+}
+
+// recordWipe records a deletion of one driver's ResourceSlices (not the
 // DRA manager's wipe of all of them at start).
 func (r *draRun) recordWipe(a clienttesting.Action) (bool, runtime.Object, error) {
-	sel := a.(clienttesting.DeleteCollectionAction).GetListRestrictions().Fields.String()
-	if strings.Contains(sel, resourceapi.ResourceSliceSelectorDriver+"="+driver) {
+	sel := a.(clienttesting.DeleteCollectionAction).GetListRestrictions().Fields
+	if d, ok := sel.RequiresExactMatch(resourceapi.ResourceSliceSelectorDriver); ok {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		r.wipes = append(r.wipes, time.Now())
+		r.wipes[d] = append(r.wipes[d], time.Now())
 	}
 	return true, nil, nil
 }
 
-func (r *draRun) driverWipes() []time.Time {
+// wipesOf returns when the ResourceSlices of driver d were wiped.
+func (r *draRun) wipesOf(d string) []time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]time.Time(nil), r.wipes...)
+	return slices.Clone(r.wipes[d])
 }
 
 // serve starts the service, then the registration socket, and waits until
@@ -167,12 +252,14 @@ func (r *draRun) killBoth(*testing.T) {
 }
 
 // restart kills the plugin and starts it again a fifth of the grace
-// period later, at the same paths, as a restarted container does.
+// period later, at the same paths, as a restarted container does: it
+// removes its old sockets first, unless the watcher removed one as stale
+// meanwhile (the service's, which is not registered).
 func (r *draRun) restart(t *testing.T) {
 	r.killBoth(t)
 	time.Sleep(wipingDelay / 5)
 	for _, p := range []string{r.regPath, r.svcPath} {
-		if err := os.Remove(p); err != nil {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			t.Fatal(err)
 		}
 	}

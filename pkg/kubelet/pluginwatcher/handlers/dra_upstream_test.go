@@ -40,9 +40,9 @@ func TestDRAServicesPassThrough(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := shortDir(t, "dra")
-			pm := newDRAManager(t, nil, 0)
+			pm := newDRAManager(t, nil, 0, nil)
 			rec := &recorder{upstream: pm}
-			startDRAWatcher(t, dir, DRA(rec))
+			startDRAWatcher(t, dir, DRA(rec), nil)
 			endpoint := filepath.Join(dir, "svc", "dra.sock")
 			p := startRegPlugin(t, filepath.Join(dir, driver+"-reg.sock"),
 				&registerapi.PluginInfo{Type: pluginwatcher.DRAPlugin, Name: driver, Endpoint: endpoint, SupportedVersions: tc.services})
@@ -78,9 +78,9 @@ func TestDRAServicesPassThrough(t *testing.T) {
 // socket lives, and the newer keeps serving when the older goes.
 func TestDRASeamlessUpgrade(t *testing.T) {
 	regDir, dataDir := shortDir(t, "reg"), shortDir(t, "data")
-	pm := newDRAManager(t, nil, 0)
+	pm := newDRAManager(t, nil, 0, nil)
 	rec := &recorder{upstream: pm}
-	startDRAWatcher(t, regDir, DRA(rec))
+	startDRAWatcher(t, regDir, DRA(rec), nil)
 	_, ctx := ktesting.NewTestContext(t)
 	served := make(chan string, 10)
 

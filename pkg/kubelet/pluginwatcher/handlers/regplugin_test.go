@@ -128,12 +128,22 @@ func (r *recorder) DeRegisterPlugin(ctx context.Context, name, endpoint string) 
 	r.upstream.DeRegisterPlugin(ctx, name, endpoint)
 }
 
+// The watcher's stale-socket rule in startDRAWatcher.
+const (
+	staleAttempts = 3
+	staleGrace    = 50 * time.Millisecond
+)
+
 // newDRAManager starts upstream's DRA plugin manager, the handler the
 // kubelet's DRA manager hands out after Start, for node-1. With a nil
-// client it never wipes ResourceSlices.
-func newDRAManager(t *testing.T, client kubernetes.Interface, wipingDelay time.Duration) *draplugin.DRAPluginManager {
+// client it never wipes ResourceSlices. What it logs goes to logs too,
+// unless that is nil.
+func newDRAManager(t *testing.T, client kubernetes.Interface, wipingDelay time.Duration, logs *logCapture) *draplugin.DRAPluginManager {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
+	if logs != nil {
+		ctx = logs.context(ctx)
+	}
 	getNode := func(context.Context) (*v1.Node, error) {
 		return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", UID: "node-1-uid"}}, nil
 	}
@@ -143,15 +153,20 @@ func newDRAManager(t *testing.T, client kubernetes.Interface, wipingDelay time.D
 }
 
 // startDRAWatcher runs nodeplug's watcher on dir, with h for DRAPlugin,
-// quick retries and stale-socket removal, and the Reject identity policy.
-func startDRAWatcher(t *testing.T, dir string, h pluginwatcher.Handler) {
+// quick retries and stale-socket removal (staleAttempts refusals over
+// staleGrace), and the Reject identity policy. What it logs goes to logs
+// too, unless that is nil.
+func startDRAWatcher(t *testing.T, dir string, h pluginwatcher.Handler, logs *logCapture) {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
+	if logs != nil {
+		ctx = logs.context(ctx)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
 	w, err := pluginwatcher.NewWatcher(dir, pluginwatcher.Options{
 		RetryBase: 10 * time.Millisecond, RetryMax: 100 * time.Millisecond,
-		StaleAttempts: 3, StaleGrace: 50 * time.Millisecond,
+		StaleAttempts: staleAttempts, StaleGrace: staleGrace,
 		IdentityPolicy:  pluginwatcher.IdentityReject,
 		MetricsRegistry: metrics.NewKubeRegistry(),
 	})

@@ -68,6 +68,7 @@ func (r *reconciler) sync(ctx context.Context, path string) time.Duration {
 		known = false
 	}
 	if known && (inst.Rejected || inst.Registered && inst.Notified && !inst.Verify) {
+		r.rep.Debug("Plugin socket needs nothing", "path", path)
 		return 0
 	}
 	if known && inst.Registered {
@@ -251,6 +252,7 @@ func (r *reconciler) probeFailed(ctx context.Context, d cache.DesiredSocket, err
 		return r.syncGone(ctx, d.Path)
 	case errors.Is(err, executor.ErrRefused) && r.keepsWhenRefused(d):
 		r.metrics.Failures.WithLabelValues(metrics.UnknownType, metrics.ReasonDial).Inc()
+		r.rep.Debug("Registered plugin socket refused connection, kept", "path", d.Path)
 		r.rep.Warn("Registered plugin socket refused connection; it stays registered until its file is removed", d.Rel,
 			report.EventPluginFailed, err, "path", d.Path)
 	case errors.Is(err, executor.ErrRefused):
