@@ -146,12 +146,20 @@ func (c *checker) Check(pv *v1.PersistentVolume) error {
 	case err == nil && m == identity.Same:
 		c.logger.V(4).Info("Local PV's disk proven", "pv", pv.Name, "path", path, "diskID", found)
 		return nil
-	case err == nil && (m == identity.Different || r.Owner != ""):
+	case err == nil && r.Owner == "" && identity.Refines(recorded, found):
+		// A record in a legacy form proves no more than it did; what the
+		// path leads to agrees with all it says.
+		c.logger.V(2).Info("Local PV records a legacy form of its disk's identity, which the disk agrees with",
+			"pv", pv.Name, "path", path, "recorded", recorded, "found", found)
+		return nil
+	case err == nil && found != "" && (m == identity.Different || r.Owner != "" || !recorded.Strong()):
+		// Any other disk, or one of another kind than a weak record (a
+		// UUID-less file system's device against a file system UUID).
 		r.Reason = ReasonMismatch
 	case recorded.Strong():
 		r.Reason = ReasonUnreadable
 	default:
-		c.logger.V(2).Info("Local PV's weak disk identity cannot be compared, mounting as upstream does",
+		c.logger.V(2).Info("Local PV's weak disk identity cannot be read now, mounting as upstream does",
 			"pv", pv.Name, "path", path, "recorded", recorded, "found", found, "err", err)
 		return nil
 	}

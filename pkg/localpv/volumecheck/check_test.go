@@ -104,6 +104,16 @@ func TestCheck(t *testing.T) {
 			pv: localPV("pv-a", "/mnt/disks/vol0", fhA), node: found{"/mnt/disks/vol0": unreadable}},
 		"weak identity of another kind is allowed": {
 			pv: localPV("pv-a", "/mnt/disks/vol0", fhA), node: found{"/mnt/disks/vol0": dirA}},
+		"legacy file handle, another file system's root found": {
+			pv: localPV("pv-a", "/mnt/disks/vol0", fhA), node: found{"/mnt/disks/vol0": dirB},
+			wantReason: ReasonMismatch},
+		"UUID-less file systems swapped": {
+			pv: localPV("pv-a", "/mnt/disks/vol0", identity.FileHandleOnDisk(1, []byte{2}, loopA)),
+			node: found{"/mnt/disks/vol0": identity.FileHandleOnDisk(1, []byte{2}, identity.Loop("/var/disks/b.img", 0, 0))},
+			wantReason: ReasonMismatch},
+		"UUID-less file system, a file system with a UUID found": {
+			pv: localPV("pv-a", "/mnt/disks/vol0", identity.FileHandleOnDisk(1, []byte{2}, loopA)), node: found{"/mnt/disks/vol0": dirA},
+			wantReason: ReasonMismatch},
 		"weak identity different is refused": {
 			pv: localPV("pv-a", "/dev/loop3", loopA), node: found{"/dev/loop3": identity.Loop("/var/disks/b.img", 0, 0)},
 			wantReason: ReasonMismatch},
