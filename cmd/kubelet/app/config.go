@@ -149,8 +149,11 @@ func listDropIns(dir string) (files, skipped []string, err error) {
 
 // reapplyFlags parses args again so that the KubeletConfiguration flags
 // the user gave override the file. Every other flag is registered as a
-// no-op, because some flag values accumulate when parsed twice. Feature
-// gates set only in the file are kept.
+// no-op, because some flag values accumulate when parsed twice; a no-op
+// keeps its flag's optional value, so that a boolean flag given without
+// one (--experimental-flexvolume-discovery) neither swallows the argument
+// after it nor fails as the last one. Feature gates set only in the file
+// are kept.
 func reapplyFlags(kc *kubeletconfig.KubeletConfiguration, parsed *pflag.FlagSet, args []string) error {
 	fileGates := kc.FeatureGates
 	fs := pflag.NewFlagSet("precedence", pflag.ContinueOnError)
@@ -160,6 +163,7 @@ func reapplyFlags(kc *kubeletconfig.KubeletConfiguration, parsed *pflag.FlagSet,
 	parsed.VisitAll(func(f *pflag.Flag) {
 		if fs.Lookup(f.Name) == nil {
 			fs.VarP(cliflag.NoOp{}, f.Name, f.Shorthand, f.Usage)
+			fs.Lookup(f.Name).NoOptDefVal = f.NoOptDefVal
 		}
 	})
 	if err := fs.Parse(args); err != nil {

@@ -29,6 +29,10 @@ func TestConfigPrecedence(t *testing.T) {
 		"drop-ins over file":   {[]string{"--config", file, "--config-dir", filepath.Join(dir, "conf.d")}, 60, "/from/file"},
 		"flag over everything": {[]string{"--config", file, "--config-dir", filepath.Join(dir, "conf.d"), "--max-pods=70", "--feature-gates=CSIVolumeHealth=true"}, 70, "/from/file"},
 		"flag over file":       {[]string{"--volume-plugin-dir=/from/flag", "--config", file}, 50, "/from/flag"},
+		// A nodeplug switch given without a value neither swallows the
+		// flag after it nor fails as the last argument.
+		"switch before a flag": {[]string{"--config", file, "--experimental-flexvolume-discovery", "--max-pods=70"}, 70, "/from/file"},
+		"switch last":          {[]string{"--config", file, "--max-pods=70", "--experimental-local-volume-identity-check"}, 70, "/from/file"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
