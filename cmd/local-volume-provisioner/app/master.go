@@ -177,7 +177,7 @@ func runController(ctx context.Context, o *options.MasterOptions, cfg *config.Co
 		CacheSyncTimeout: o.CacheSyncTimeout,
 		Jobs: jobs.Params{Namespace: o.Namespace, Image: o.Image, ImagePullPolicy: v1.PullPolicy(o.ImagePullPolicy),
 			DiscoveryShards: o.DiscoveryShards, DiscoveryTTL: int32(o.DiscoveryTTL.Seconds()), CleanupTTL: int32(o.CleanupTTL.Seconds()),
-			DiscoveryDeadline: int64(o.DiscoveryDeadline.Seconds()), PriorityClassName: o.PriorityClassName},
+			DiscoveryDeadline: int64(o.DiscoveryDeadline.Seconds()), CleanupDeadline: int64(o.CleanupDeadline.Seconds()), PriorityClassName: o.PriorityClassName},
 	})
 	if err != nil {
 		return err

@@ -109,14 +109,15 @@ func (r *runner) jobPods(job *batchv1.Job) ([]*v1.Pod, error) {
 	return r.Pods.Pods(job.Namespace).List(labels.SelectorFromSet(labels.Set{batchv1.JobNameLabel: job.Name}))
 }
 
-// podMessage returns the first termination message of a Job's failed pods,
-// for Events.
+// podMessage says why a Job failed, for Events: the first termination
+// message of its failed pods, or its Failed condition and what its pod
+// waited for (a Job past its deadline whose pod never ran).
 func (r *runner) podMessage(job *batchv1.Job) string {
 	pods, err := r.jobPods(job)
 	if err != nil {
 		return ""
 	}
-	return pvops.Truncate(jobs.FailureMessage(pods), 512)
+	return pvops.Truncate(jobs.JobFailureMessage(job, pods), 512)
 }
 
 // replacedPV reports whether a PV's machine no longer runs under its node's
