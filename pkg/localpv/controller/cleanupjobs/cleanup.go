@@ -17,6 +17,7 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
+	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
 )
@@ -130,10 +131,21 @@ func (r *runner) replacedPV(pv *v1.PersistentVolume) bool {
 	return err == nil && machine.Recorded(pv).Differs(machine.Of(node))
 }
 
-// finishReturnedDisk forgets the unwiped disk a succeeded Job wiped.
+// finishReturnedDisk forgets the unwiped disk a succeeded Job of a gone PV
+// wiped: the one it was made for, and the disk it checked on its node (a
+// Job queued before its PV was dropped, say for a deleted node).
 func (r *runner) finishReturnedDisk(ctx context.Context, job *batchv1.Job) error {
-	key := job.Annotations[jobs.AnnUnwipedDisk]
-	if key == "" {
+	if key := job.Annotations[jobs.AnnUnwipedDisk]; key != "" {
+		if err := r.Unwiped.Forget(ctx, key); err != nil {
+			return err
+		}
+	}
+	id := identity.ID(job.Annotations[jobs.AnnDiskID])
+	if id == "" || id.Valid() != nil {
+		return nil
+	}
+	key := unwiped.Key(job.Annotations[jobs.AnnNode], id)
+	if key == job.Annotations[jobs.AnnUnwipedDisk] {
 		return nil
 	}
 	return r.Unwiped.Forget(ctx, key)
