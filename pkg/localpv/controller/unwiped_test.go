@@ -2,11 +2,13 @@ package controller
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2/ktesting"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
 	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
@@ -151,6 +153,78 @@ func TestDroppedDiskIsRememberedBeforeItsPVGoes(t *testing.T) {
 			f.sync(volKey(id))
 			if got := f.rememberedDisks(); len(got) != tc.wantAfter {
 				t.Errorf("remembered %v at the end, want %d", got, tc.wantAfter)
+			}
+		})
+	}
+}
+
+// TestMasterFailsClosedWithoutMemory (review L1 b): while the memory of
+// unwiped disks is missing or holds an entry that does not parse, the
+// master neither publishes nor drops a PV, and Ready says why; once the
+// memory is restored it carries on.
+func TestMasterFailsClosedWithoutMemory(t *testing.T) {
+	tests := []struct {
+		name    string
+		breakIt func(f *fixture)
+	}{
+		{name: "memory deleted", breakIt: func(f *fixture) {
+			if err := f.kube.CoreV1().ConfigMaps(testNS).Delete(f.t.Context(), unwiped.ConfigMapName, metav1.DeleteOptions{}); err != nil {
+				f.t.Fatal(err)
+			}
+		}},
+		{name: "entry edited into garbage", breakIt: func(f *fixture) {
+			cm := unwiped.EmptyConfigMap(testNS)
+			cm.Data["disk-x"] = "{"
+			if _, err := f.kube.CoreV1().ConfigMaps(testNS).Update(f.t.Context(), cm, metav1.UpdateOptions{}); err != nil {
+				f.t.Fatal(err)
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil, machineNode("a", "m1", "u1"), machineNode("b", "m2", "u2"),
+				newClass("fast", v1.PersistentVolumeReclaimDelete))
+			f.discover("a", fsReport("a", "vol1"))
+			id := naming.MachineVolumeID("a", vol1, "m1", "u1")
+			name := naming.PVNameForID(id)
+			pv := f.pv(name)
+			pv.Annotations[jobs.AnnNodeGone] = start.Format(time.RFC3339)
+			if _, err := f.kube.CoreV1().PersistentVolumes().Update(t.Context(), pv, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			f.setPhase(name, v1.VolumeBound, true)
+			if err := f.kube.CoreV1().Nodes().Delete(t.Context(), "a", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			f.setPhase(name, v1.VolumeReleased, false)
+			tc.breakIt(f)
+			f.clock.Step(memoryCheckInterval)
+			_, ctx := ktesting.NewTestContext(t)
+			for _, key := range []string{nodeKey("b"), volKey(id)} {
+				f.c.requestDiscovery("b")
+				if err := f.c.sync(ctx, key); err == nil || !strings.Contains(err.Error(), "memory of unwiped disks") {
+					t.Errorf("sync %s: %v, want the memory's error", key, err)
+				}
+				f.syncStores()
+			}
+			if f.pv(name) == nil || f.job(naming.DiscoveryJobName("b")) != nil {
+				t.Fatal("the master acted without its memory")
+			}
+			if err := f.c.memoryErr(); err == nil {
+				t.Error("Ready while the memory is broken")
+			}
+			if _, err := f.kube.CoreV1().ConfigMaps(testNS).Get(t.Context(), unwiped.ConfigMapName, metav1.GetOptions{}); err == nil {
+				_ = f.kube.CoreV1().ConfigMaps(testNS).Delete(t.Context(), unwiped.ConfigMapName, metav1.DeleteOptions{})
+			}
+			if _, err := f.kube.CoreV1().ConfigMaps(testNS).Create(t.Context(), unwiped.EmptyConfigMap(testNS), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			f.sync(volKey(id))
+			if f.pv(name) != nil || len(f.rememberedDisks()) != 1 {
+				t.Errorf("after the memory was restored: PV kept %t, remembered %v", f.pv(name) != nil, f.rememberedDisks())
+			}
+			if err := f.c.memoryErr(); err != nil {
+				t.Errorf("Ready: %v", err)
 			}
 		})
 	}

@@ -178,7 +178,7 @@ func runPublishCase(t *testing.T, tc publishCase) {
 	for _, pv := range tc.state.onNode {
 		objs = append(objs, pv)
 	}
-	kube := fake.NewClientset(objs...)
+	kube := fake.NewClientset(append(objs, unwiped.EmptyConfigMap("lpv"))...)
 	kube.ClearActions()
 	ops := &pvopstest.Fake{}
 	recorder := record.NewFakeRecorder(20)
