@@ -53,6 +53,7 @@ func newMasterEnv(t *testing.T) (*env, *kubeletSim) {
 func newMasterEnvWithSim(t testing.TB, simWorkers int) (*env, *kubeletSim) {
 	t.Helper()
 	e := newEnv(t, "namespace.yaml", "rbac-master.yaml")
+	e.grantMasterRights(t, []string{"fast"}, false)
 	policy := corev1.PersistentVolumeReclaimDelete
 	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fast"}, Provisioner: "kubernetes.io/no-provisioner",
 		ReclaimPolicy: &policy}
