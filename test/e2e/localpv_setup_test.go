@@ -14,9 +14,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
 )
 
@@ -176,6 +178,9 @@ func patchLPVDoc(t testing.TB, doc string, d *lpvDisks, extra map[string]string)
 	case "ConfigMap":
 		cm := &corev1.ConfigMap{}
 		mustUnmarshal(t, doc, cm)
+		if cm.Name == unwiped.ConfigMapName {
+			return doc // the memory of unwiped disks ships empty
+		}
 		cm.Data["storageClassMap"] = fmt.Sprintf(`%s:
   hostDir: %s
   mountDir: /mnt/fast-disks
@@ -201,6 +206,14 @@ func patchLPVDoc(t testing.TB, doc string, d *lpvDisks, extra map[string]string)
 			}
 		}
 		obj = ds
+	case "ClusterRole":
+		if meta.Metadata.Name != "local-volume-provisioner-master" {
+			return doc
+		}
+		role := &rbacv1.ClusterRole{}
+		mustUnmarshal(t, doc, role)
+		grantE2EClasses(role, strings.Contains(extra["storageClassMap"], "releaseClaimsOfDeletedNodesAfter"))
+		obj = role
 	default:
 		return doc
 	}
@@ -209,6 +222,20 @@ func patchLPVDoc(t testing.TB, doc string, d *lpvDisks, extra map[string]string)
 		t.Fatal(err)
 	}
 	return string(out)
+}
+
+// grantE2EClasses adds what rbac-master.yaml tells an admin to add for
+// the classes the e2e tests configure: patch on their StorageClasses and,
+// when a class releases claims of deleted nodes, the rights that takes.
+func grantE2EClasses(role *rbacv1.ClusterRole, releaseClaims bool) {
+	role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"storageclasses"},
+		ResourceNames: []string{keepClass, selectedClass, anySigClass, upstreamClass}, Verbs: []string{"patch"}})
+	if releaseClaims {
+		role.Rules = append(role.Rules,
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: []string{"delete"}},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims/status"}, Verbs: []string{"patch"}},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}})
+	}
 }
 
 func mustUnmarshal(t testing.TB, doc string, into any) {

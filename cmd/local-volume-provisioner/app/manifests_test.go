@@ -20,6 +20,7 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/blockedclaims"
+	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
 )
 
 const deployDir = "../../../deploy/local-volume-provisioner"
@@ -76,6 +77,12 @@ func TestManifests(t *testing.T) {
 				t.Error("namespace has no Pod Security label")
 			}
 		case *v1.ConfigMap:
+			if o.Name == unwiped.ConfigMapName {
+				if len(o.Data) != 0 {
+					t.Errorf("the memory of unwiped disks must ship empty: %v", o.Data)
+				}
+				continue
+			}
 			var err error
 			if cfg, _, err = config.Parse(o.Data); err != nil {
 				t.Fatalf("example ConfigMap is invalid: %v", err)

@@ -28,6 +28,7 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
+	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
 )
 
 // TestRunControllerWiring starts the real informer wiring against fake
@@ -111,7 +112,7 @@ func startController(t *testing.T, opt func(*options.MasterOptions), kubeOpts ..
 		t.Fatal(err)
 	}
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{v1.LabelHostname: "a"}}}
-	kube := fake.NewClientset(node)
+	kube := fake.NewClientset(node, unwiped.EmptyConfigMap("lpv"))
 	for _, f := range kubeOpts {
 		f(kube)
 	}

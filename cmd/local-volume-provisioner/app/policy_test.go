@@ -130,8 +130,10 @@ func TestReplacedMachinePolicySemantics(t *testing.T) {
 			}
 			if !allowed {
 				msg, _ := eval(t, policy.Spec.Validations[0].MessageExpression, vars).(string)
-				if !strings.Contains(msg, "local-pv-0123") || !strings.Contains(msg, "delete the claim") {
-					t.Errorf("message %q does not name the PV and the fix", msg)
+				// The value names the PV and its cause with the fix
+				// (pvstate.Cause); the message carries it whole.
+				if !strings.Contains(msg, "local-pv-0123") || !strings.Contains(msg, "data-db-0") {
+					t.Errorf("message %q does not name the claim and the blocked value", msg)
 				}
 			}
 		})

@@ -28,6 +28,7 @@ func TestDefaultsMatchKustomize(t *testing.T) {
 		{name: "master RoleBinding", kind: "RoleBinding", object: "local-volume-provisioner-master", field: []string{"subjects"}},
 		{name: "watcher ClusterRole", kind: "ClusterRole", object: "local-volume-provisioner-watcher", field: []string{"rules"}},
 		{name: "watcher ClusterRoleBinding", kind: "ClusterRoleBinding", object: "local-volume-provisioner-watcher", field: []string{"subjects"}},
+		{name: "memory of unwiped disks", kind: "ConfigMap", object: "local-volume-provisioner-unwiped-disks", field: []string{"data"}},
 		{name: "fast StorageClass", kind: "StorageClass", object: "local-fast", field: []string{"reclaimPolicy"}},
 		{name: "block StorageClass binding mode", kind: "StorageClass", object: "local-block", field: []string{"volumeBindingMode"}},
 		{name: "master pod security", kind: "Deployment", object: "local-volume-provisioner-master", field: []string{"spec", "template", "spec", "securityContext"}},

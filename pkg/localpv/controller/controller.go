@@ -79,6 +79,10 @@ type Options struct {
 	// it logs the cache and reports it in Ready; it keeps waiting. Zero
 	// means DefaultCacheSyncTimeout.
 	CacheSyncTimeout time.Duration
+	// UnwipedRetention is how long a disk remembered as unwiped is kept
+	// once its node left the cluster (no Node, no NodeDiskState); zero
+	// keeps it until it is wiped.
+	UnwipedRetention time.Duration
 }
 
 // Informers are what the master watches. Jobs and Pods must be limited to
@@ -117,15 +121,18 @@ type controller struct {
 	jobIndexer cache.Indexer
 	podLister  corelisters.PodLister
 	unwiped    unwiped.Store
-	caches     *cacheSync
-	policy     blockedclaims.Writer
-	inventory  inventory.Recorder
-	ops        pvops.Interface
-	marks      pvstate.Writer
-	machines   machine.Checker
-	discovery  discoveryjobs.Runner
-	cleanup    cleanupjobs.Runner
-	publisher  publishing.Publisher
+	memory     memoryGate
+	// notifications is the NodeDiskState cache, by node name.
+	notifications cache.Store
+	caches        *cacheSync
+	policy        blockedclaims.Writer
+	inventory     inventory.Recorder
+	ops           pvops.Interface
+	marks         pvstate.Writer
+	machines      machine.Checker
+	discovery     discoveryjobs.Runner
+	cleanup       cleanupjobs.Runner
+	publisher     publishing.Publisher
 
 	queue workqueue.TypedRateLimitingInterface[string]
 }
@@ -177,7 +184,7 @@ func newController(ctx context.Context, kube kubernetes.Interface, inf Informers
 		kube: kube, recorder: recorder, opts: opts, cfg: opts.Config, clock: opts.Clock,
 		nodeLister: inf.Nodes.Lister(), pvLister: inf.PVs.Lister(), pvIndexer: inf.PVs.Informer().GetIndexer(),
 		scLister: inf.StorageClasses.Lister(), jobLister: inf.Jobs.Lister(), jobIndexer: inf.Jobs.Informer().GetIndexer(),
-		podLister: inf.Pods.Lister(), unwiped: unwiped.New(kube, opts.Jobs.Namespace, opts.Clock),
+		podLister: inf.Pods.Lister(), unwiped: unwiped.New(kube, opts.Jobs.Namespace, opts.Clock), notifications: inf.Notifications.GetStore(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, opts.RetryMax),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "local_volume_provisioner", Clock: opts.Clock}),
@@ -210,7 +217,12 @@ func (c *controller) informerCaches(inf Informers) []informerCache {
 	return caches
 }
 
-func (c *controller) Ready() error { return c.caches.ready() }
+func (c *controller) Ready() error {
+	if err := c.caches.ready(); err != nil {
+		return err
+	}
+	return c.memoryErr()
+}
 
 func (c *controller) Run(ctx context.Context, workers int) {
 	defer utilruntime.HandleCrashWithContext(ctx)
@@ -225,6 +237,7 @@ func (c *controller) Run(ctx context.Context, workers int) {
 	c.publisher.RecountMissing()
 	c.queue.Add(blockedClaimsKey)
 	var wg sync.WaitGroup
+	wg.Go(func() { wait.UntilWithContext(ctx, c.expireUnwiped, time.Hour) })
 	for range max(workers, 1) {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
 	}
@@ -267,6 +280,9 @@ func (c *controller) sync(ctx context.Context, key string) error {
 		return nil
 	}
 	ctx = klog.NewContext(ctx, klog.LoggerWithValues(klog.FromContext(ctx), "key", key))
+	if err := c.checkMemory(ctx); err != nil {
+		return err
+	}
 	switch kind {
 	case "node":
 		return c.syncNode(ctx, name)

@@ -33,6 +33,7 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
+	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
 )
 
 const (
@@ -84,7 +85,7 @@ func newFixtureWith(t *testing.T, tweak func(*Options, *Informers), extraConfig 
 		t.Fatal(err)
 	}
 	objs = append(objs, blockedclaimstest.Policy())
-	f := &fixture{t: t, kube: fake.NewClientset(objs...), clock: testingclock.NewFakeClock(start), cfg: cfg,
+	f := &fixture{t: t, kube: fake.NewClientset(append(objs, unwiped.EmptyConfigMap(testNS))...), clock: testingclock.NewFakeClock(start), cfg: cfg,
 		recorder: record.NewFakeRecorder(1000), tweak: tweak}
 	f.kube.PrependReactor("create", "*", f.stampCreate)
 	f.restart()

@@ -85,6 +85,12 @@ func (c *controller) handleNodeGone(ctx context.Context, name string) error {
 				errs = append(errs, err)
 				continue
 			}
+			// The Job waits for the node; the disk is remembered until a
+			// wipe of it succeeds, in case the Job is lost with the PV gone.
+			if err := c.unwiped.Remember(ctx, pv, "node "+name+" deleted with a wipe pending"); err != nil {
+				errs = append(errs, err)
+				continue
+			}
 			if err := c.ops.RemoveFinalizer(ctx, pv); err != nil {
 				errs = append(errs, err)
 				continue

@@ -45,8 +45,8 @@ func TestReleasedPVGetsPinnedCleanupJob(t *testing.T) {
 	if *ps.AutomountServiceAccountToken || ps.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchFields[0].Values[0] != "a" {
 		t.Error("cleanup Job must be pinned to node a and get no token")
 	}
-	if !slices.Contains(j.Finalizers, jobs.FinalizerCleanupLock) || j.Spec.TTLSecondsAfterFinished == nil || *j.Spec.TTLSecondsAfterFinished != 3600 {
-		t.Error("cleanup Job needs the lock finalizer and a TTL")
+	if len(j.Finalizers) != 0 || j.Spec.TTLSecondsAfterFinished == nil || *j.Spec.TTLSecondsAfterFinished != 3600 {
+		t.Error("cleanup Job needs a TTL and no finalizer (a deleted namespace must not wait for the master)")
 	}
 	if j.Annotations[jobs.AnnPVUID] != string(f.pv(naming.PVName("a", vol1)).UID) {
 		t.Error("cleanup Job does not name the PV's UID")

@@ -61,7 +61,52 @@ func FailureMessage(pods []*v1.Pod) string {
 			}
 		}
 	}
-	return "no termination message"
+	return NoTerminationMessage
+}
+
+// NoTerminationMessage is what FailureMessage returns when no container
+// left a message.
+const NoTerminationMessage = "no termination message"
+
+// JobFailureMessage says why a Job failed, for Events: the first
+// termination message of a failed container or, when no container ran to
+// its end (a Job past its activeDeadlineSeconds whose pod stayed Pending,
+// say), the Job's Failed condition and what its pods were waiting for.
+func JobFailureMessage(job *batchv1.Job, pods []*v1.Pod) string {
+	if msg := FailureMessage(pods); msg != NoTerminationMessage {
+		return msg
+	}
+	msg := NoTerminationMessage
+	for _, c := range job.Status.Conditions {
+		if c.Type == batchv1.JobFailed && c.Status == v1.ConditionTrue {
+			msg = fmt.Sprintf("the Job failed (%s: %s)", c.Reason, c.Message)
+		}
+	}
+	for _, pod := range pods {
+		if w := podWaiting(pod); w != "" {
+			return msg + "; pod " + pod.Name + " " + w
+		}
+	}
+	return msg
+}
+
+// podWaiting says what a pod that never finished a container waited for,
+// or "".
+func podWaiting(pod *v1.Pod) string {
+	for _, s := range pod.Status.ContainerStatuses {
+		if w := s.State.Waiting; w != nil {
+			return fmt.Sprintf("was waiting: %s %s", w.Reason, w.Message)
+		}
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Status != v1.ConditionTrue && c.Message != "" {
+			return fmt.Sprintf("was %s: %s %s", pod.Status.Phase, c.Reason, c.Message)
+		}
+	}
+	if pod.Status.Phase == v1.PodPending {
+		return "was Pending"
+	}
+	return ""
 }
 
 // Delete deletes a Job and its pods, with a UID precondition. A Job that

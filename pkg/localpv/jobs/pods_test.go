@@ -73,6 +73,37 @@ func TestFailureMessage(t *testing.T) {
 	}
 }
 
+// TestJobFailureMessage: a Job that failed without a container message
+// (past its deadline with its pod Pending) still says why.
+func TestJobFailureMessage(t *testing.T) {
+	failedJob := &batchv1.Job{Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobFailed,
+		Status: v1.ConditionTrue, Reason: batchv1.JobReasonDeadlineExceeded, Message: "Job was active longer than specified deadline"}}}}
+	pending := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Status: v1.PodStatus{Phase: v1.PodPending,
+		Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: "ContainersNotReady", Message: "containers with unready status: [cleanup]"}}}}
+	failed := &v1.Pod{Status: v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{terminated(2, "disk busy")}}}
+	tests := []struct {
+		name string
+		job  *batchv1.Job
+		pods []*v1.Pod
+		want []string
+	}{
+		{name: "a container's message wins", job: failedJob, pods: []*v1.Pod{failed}, want: []string{"disk busy"}},
+		{name: "past the deadline with a Pending pod", job: failedJob, pods: []*v1.Pod{pending},
+			want: []string{batchv1.JobReasonDeadlineExceeded, "pod p was Pending", "ContainersNotReady"}},
+		{name: "no pods, no condition", job: &batchv1.Job{}, want: []string{NoTerminationMessage}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := JobFailureMessage(tc.job, tc.pods)
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("JobFailureMessage = %q, want it to contain %q", got, w)
+				}
+			}
+		})
+	}
+}
+
 func TestBackoff(t *testing.T) {
 	tests := []struct {
 		name string

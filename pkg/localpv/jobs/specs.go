@@ -36,8 +36,10 @@ type Params struct {
 	DiscoveryShards int
 	// DiscoveryTTL and CleanupTTL become ttlSecondsAfterFinished.
 	DiscoveryTTL, CleanupTTL int32
-	// DiscoveryDeadline bounds a discovery Job's run time, in seconds.
-	DiscoveryDeadline int64
+	// DiscoveryDeadline and CleanupDeadline bound a discovery and a
+	// cleanup Job's run time, Pending included, in seconds
+	// (activeDeadlineSeconds); 0 leaves a Job unbounded.
+	DiscoveryDeadline, CleanupDeadline int64
 	// PriorityClassName is set on Job pods when not empty.
 	PriorityClassName string
 	// FSUUIDUnavailable, for tests, is passed to discovery and cleanup
@@ -277,23 +279,30 @@ type CleanupTarget struct {
 	DiskID                identity.ID
 }
 
-// MachineIDPath is where a cleanup container finds the host's
-// /etc/machine-id (the cleanup command's default --machine-id-file).
-const MachineIDPath = "/host/etc/machine-id"
+// HostEtcPath is where a cleanup container sees the host's /etc, and
+// MachineIDPath the host's /etc/machine-id in it (the cleanup command's
+// default --machine-id-file).
+const (
+	HostEtcPath   = "/host/etc"
+	MachineIDPath = HostEtcPath + "/machine-id"
+)
 
 // CleanupJob returns the cleanup Job of one attempt. It carries the whole
 // target in annotations, so a retry can be built from it after the PV is
-// gone, and a finalizer, so that it keeps locking the volume until the master
-// has seen its result. Its container checks the PV's machine and disk before
-// it wipes: the host's /etc/machine-id is mounted read-only when a machine
-// ID is recorded (a node without that file fails to start the pod).
+// gone. It has no finalizer: the master deletes it once it has acted on its
+// result, and a Job deleted before (by its TTL, an admin or the deletion of
+// its namespace) loses no disk, as the PV it wipes stays Released, or the
+// disk is remembered as unwiped (package unwiped). Its container checks the
+// PV's machine and disk before it wipes: when a machine ID is recorded, the
+// host's /etc is mounted read-only as a directory, so that a node without
+// /etc/machine-id runs the pod, which cannot read the ID, rather than
+// leaving it Pending; params.CleanupDeadline bounds the whole run.
 func CleanupJob(p Params, cfg *config.Configuration, t CleanupTarget, attempt int) *batchv1.Job {
 	volID := t.VolumeID
 	if volID == "" {
 		volID = naming.VolumeID(t.NodeName, t.HostPath)
 	}
 	j := baseJob(p, cfg, naming.CleanupJobName(volID, attempt), RoleCleanup, t.NodeName)
-	j.Finalizers = []string{FinalizerCleanupLock}
 	j.Labels[LabelVolumeID] = volID
 	j.Spec.Template.Labels[LabelVolumeID] = volID
 	for k, v := range map[string]string{AnnHostPath: t.HostPath, AnnClass: t.Class, AnnKind: string(t.Kind),
@@ -307,6 +316,9 @@ func CleanupJob(p Params, cfg *config.Configuration, t CleanupTarget, attempt in
 	}
 	j.Spec.TTLSecondsAfterFinished = ptr.To(p.CleanupTTL)
 	j.Spec.BackoffLimit = ptr.To[int32](0)
+	if p.CleanupDeadline > 0 {
+		j.Spec.ActiveDeadlineSeconds = ptr.To(p.CleanupDeadline)
+	}
 	prop := v1.MountPropagationHostToContainer
 	ps := &j.Spec.Template.Spec
 	// DirectoryOrCreate: a missing directory must fail the cleanup ("not a
@@ -327,8 +339,8 @@ func CleanupJob(p Params, cfg *config.Configuration, t CleanupTarget, attempt in
 		mounts = append(mounts, v1.VolumeMount{Name: "udev", MountPath: UdevMountPath, ReadOnly: true})
 	}
 	if t.MachineID != "" {
-		ps.Volumes = append(ps.Volumes, hostPathVolume("machine-id", "/etc/machine-id", v1.HostPathFile))
-		mounts = append(mounts, v1.VolumeMount{Name: "machine-id", MountPath: MachineIDPath, ReadOnly: true})
+		ps.Volumes = append(ps.Volumes, hostPathVolume("host-etc", "/etc", v1.HostPathDirectory))
+		mounts = append(mounts, v1.VolumeMount{Name: "host-etc", MountPath: HostEtcPath, ReadOnly: true})
 	}
 	ps.Containers = []v1.Container{{
 		Name:                     "cleanup",
@@ -358,14 +370,15 @@ func cleanupArgs(t CleanupTarget) []string {
 	return append(args, "--disk-id="+string(t.DiskID), "--termination-log="+TerminationMessagePath)
 }
 
-// RetryJob returns the next attempt of a failed cleanup Job.
+// RetryJob returns the next attempt of a failed cleanup Job. A failed Job
+// made before cleanup Jobs lost their finalizer keeps it, the retry does
+// not.
 func RetryJob(failed *batchv1.Job, attempt int) *batchv1.Job {
 	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{
 		Name:        naming.CleanupJobName(failed.Labels[LabelVolumeID], attempt),
 		Namespace:   failed.Namespace,
 		Labels:      copyMap(failed.Labels),
 		Annotations: copyMap(failed.Annotations),
-		Finalizers:  []string{FinalizerCleanupLock},
 	}}
 	j.Annotations[AnnAttempt] = strconv.Itoa(attempt)
 	failed.Spec.DeepCopyInto(&j.Spec)

@@ -3,6 +3,7 @@ package jobs
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
 	"github.com/nodeplug/nodeplug/pkg/localpv/discovery"
@@ -106,8 +108,8 @@ func TestRetryJobStripsControllerFields(t *testing.T) {
 	if _, ok := retry.Spec.Template.Labels[batchv1.ControllerUidLabel]; ok || retry.UID != "" {
 		t.Fatal("retry carries the failed Job's controller fields")
 	}
-	if retry.Annotations[AnnPVUID] != "uid" || !slices.Contains(retry.Finalizers, FinalizerCleanupLock) {
-		t.Fatal("retry lost its target or its lock")
+	if retry.Annotations[AnnPVUID] != "uid" || len(retry.Finalizers) != 0 {
+		t.Fatalf("retry lost its target, or carries finalizers %v", retry.Finalizers)
 	}
 	if Attempt(failed) != 1 {
 		t.Fatal("RetryJob modified the failed Job")
@@ -329,13 +331,47 @@ func TestCleanupJobCarriesIdentity(t *testing.T) {
 					t.Errorf("%s: annotations %v do not carry the identity", j.Name, j.Annotations)
 				}
 				hasVol := slices.ContainsFunc(ps.Volumes, func(v v1.Volume) bool {
-					return v.HostPath != nil && v.HostPath.Path == "/etc/machine-id" && *v.HostPath.Type == v1.HostPathFile
+					return v.HostPath != nil && v.HostPath.Path == "/etc" && *v.HostPath.Type == v1.HostPathDirectory
 				})
 				hasMount := slices.ContainsFunc(ps.Containers[0].VolumeMounts, func(m v1.VolumeMount) bool {
-					return m.MountPath == MachineIDPath && m.ReadOnly
+					return m.MountPath == HostEtcPath && m.ReadOnly
 				})
 				if hasVol != tc.wantMachineVol || hasMount != tc.wantMachineVol {
 					t.Errorf("%s: machine-id volume %v, read-only mount %v; want %v", j.Name, hasVol, hasMount, tc.wantMachineVol)
+				}
+			}
+		})
+	}
+}
+
+// TestCleanupJobNeverWaitsForEver (review H1): a node without
+// /etc/machine-id must not keep a cleanup pod Pending (the host's /etc is
+// mounted as a directory, never the file), the Job has a deadline, and no
+// finalizer keeps it, or its namespace, once it is deleted.
+func TestCleanupJobNeverWaitsForEver(t *testing.T) {
+	cfg := testConfig(t, nil)
+	tests := []struct {
+		name         string
+		deadline     int64
+		wantDeadline *int64
+	}{
+		{name: "deadline set", deadline: 3600, wantDeadline: ptr.To[int64](3600)},
+		{name: "no deadline configured", deadline: 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			target := CleanupTarget{PVName: "pv", PVUID: "uid", NodeName: "a", Class: "blk", Kind: report.KindBlock,
+				HostPath: "/mnt/blk/sdb", Mount: cfg.StorageClassMap["blk"], MachineID: "4b2f1c9e", DiskID: "wwn:naa.1"}
+			j := CleanupJob(Params{Namespace: "lpv", Image: "img", CleanupDeadline: tc.deadline}, cfg, target, 1)
+			if !reflect.DeepEqual(j.Spec.ActiveDeadlineSeconds, tc.wantDeadline) {
+				t.Errorf("activeDeadlineSeconds %v, want %v", j.Spec.ActiveDeadlineSeconds, tc.wantDeadline)
+			}
+			if len(j.Finalizers) != 0 {
+				t.Errorf("finalizers %v: a deleted Job or namespace would wait for the master", j.Finalizers)
+			}
+			for _, v := range j.Spec.Template.Spec.Volumes {
+				if hp := v.HostPath; hp != nil && hp.Type != nil && *hp.Type == v1.HostPathFile {
+					t.Errorf("volume %s is a host file (%s): the pod stays Pending where it is missing", v.Name, hp.Path)
 				}
 			}
 		})

@@ -131,6 +131,24 @@ var (
 		Namespace: namespace, Subsystem: subsystem, Name: "held_disks_total",
 		Help: "Returned disks of PersistentVolumes dropped without a wipe, held (neither published nor wiped) until an admin wipes or keeps them.", StabilityLevel: metrics.ALPHA,
 	})
+	// UnwipedMemory is the number of disks the memory of unwiped disks
+	// holds, and UnwipedMemoryBytes the size of its ConfigMap's data, which
+	// is bounded (package unwiped, MaxBytes).
+	UnwipedMemory = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "unwiped_disks",
+		Help: "Disks remembered as unwiped: each is held for an admin when it returns.", StabilityLevel: metrics.ALPHA,
+	})
+	UnwipedMemoryBytes = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "unwiped_disks_bytes",
+		Help: "Bytes of the memory of unwiped disks; at its bound new disks are not dropped but kept with their PVs.", StabilityLevel: metrics.ALPHA,
+	})
+	// UnwipedExpired counts the remembered disks forgotten unwiped because
+	// their node left the cluster (no Node, no NodeDiskState) longer than
+	// the retention ago.
+	UnwipedExpired = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "unwiped_disks_expired_total",
+		Help: "Remembered unwiped disks forgotten because their node left the cluster longer than the retention ago.", StabilityLevel: metrics.ALPHA,
+	})
 	// ClassConflicts counts the times a master found a class it is
 	// configured for claimed by another installation.
 	ClassConflicts = metrics.NewCounterVec(&metrics.CounterOpts{
@@ -169,6 +187,7 @@ func Register() {
 			SkippedDisks, InventoryDisks,
 			MachineReplacements, ReplacedMachineVolumes, BlockedClaims,
 			DiskReplacements, DisksKeptAcrossMachines, ClassConflicts, UnwipedDisks, HeldDisks,
+			UnwipedMemory, UnwipedMemoryBytes, UnwipedExpired,
 			CleanupIdentityMismatches, ClaimsReleased)
 	})
 }

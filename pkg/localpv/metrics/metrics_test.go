@@ -56,5 +56,6 @@ func TestMetricsConvention(t *testing.T) {
 	}, DiscoveryDuration, CleanupDuration, PVsCreated, PVsDeleted, RejectedReports, RejectedVolumes,
 		JobFailures, JobsCreated, MissingVolumes, WatcherNotifications, SkippedDisks, InventoryDisks,
 		MachineReplacements, ReplacedMachineVolumes, BlockedClaims,
-		CleanupIdentityMismatches, ClaimsReleased, DiskReplacements, DisksKeptAcrossMachines, ClassConflicts, UnwipedDisks)
+		CleanupIdentityMismatches, ClaimsReleased, DiskReplacements, DisksKeptAcrossMachines, ClassConflicts, UnwipedDisks,
+		UnwipedMemory, UnwipedMemoryBytes, UnwipedExpired)
 }

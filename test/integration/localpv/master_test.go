@@ -31,6 +31,7 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
+	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
 )
 
 const (
@@ -52,6 +53,7 @@ func newMasterEnv(t *testing.T) (*env, *kubeletSim) {
 func newMasterEnvWithSim(t testing.TB, simWorkers int) (*env, *kubeletSim) {
 	t.Helper()
 	e := newEnv(t, "namespace.yaml", "rbac-master.yaml")
+	e.grantMasterRights(t, []string{"fast"}, false)
 	policy := corev1.PersistentVolumeReclaimDelete
 	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fast"}, Provisioner: "kubernetes.io/no-provisioner",
 		ReclaimPolicy: &policy}
@@ -78,6 +80,11 @@ func (e *env) startMasterWith(t *testing.T, retryBase time.Duration, opts contro
 	t.Helper()
 	cfg, _, err := config.Parse(map[string]string{config.KeyStorageClassMap: classMap})
 	if err != nil {
+		t.Fatal(err)
+	}
+	// The install creates the memory of unwiped disks (config.yaml).
+	if _, err := e.cp.Client.CoreV1().ConfigMaps(namespace).Create(t.Context(), unwiped.EmptyConfigMap(namespace),
+		metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	rc := asMaster(e.cp.Config)

@@ -37,6 +37,7 @@ const releaseClasses = "fast:\n  hostDir: /mnt/fast\n  releaseClaimsOfDeletedNod
 // Warning Events, and the claim of the other class is untouched.
 func TestReleaseClaimsOfDeletedNode(t *testing.T) {
 	e := newEnv(t, "namespace.yaml", "rbac-master.yaml")
+	e.grantMasterRights(t, []string{"fast", "slow"}, true)
 	c := e.cp.Client
 	e.createNode(t, "node-a")
 	e.setMachine(t, "node-a", "m1", "u1")

@@ -76,3 +76,27 @@ func (e *env) dropAdmissionPolicyRights(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// grantMasterRights adds to the master's shipped ClusterRole what
+// rbac-master.yaml tells an admin to add: patch on the classes of the
+// test's configuration and, when a class releases claims of deleted nodes,
+// the rights on claims and pods that takes.
+func (e *env) grantMasterRights(t testing.TB, classes []string, releaseClaims bool) {
+	t.Helper()
+	roles := e.cp.Client.RbacV1().ClusterRoles()
+	role, err := roles.Get(t.Context(), "local-volume-provisioner-master", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"storageclasses"},
+		ResourceNames: classes, Verbs: []string{"patch"}})
+	if releaseClaims {
+		role.Rules = append(role.Rules,
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: []string{"delete"}},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims/status"}, Verbs: []string{"patch"}},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}})
+	}
+	if _, err := roles.Update(t.Context(), role, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -31,6 +31,8 @@ type MasterOptions struct {
 	DiscoveryTTL      time.Duration
 	DiscoveryDeadline time.Duration
 	CleanupTTL        time.Duration
+	CleanupDeadline   time.Duration
+	UnwipedRetention  time.Duration
 	RetryBase         time.Duration
 	RetryMax          time.Duration
 	PriorityClassName string
@@ -66,7 +68,7 @@ func NewMasterOptions() *MasterOptions {
 		ImagePullPolicy: string(v1.PullIfNotPresent), ProvisionerName: "nodeplug.io/local-volume-provisioner", Workers: 4,
 		KubeAPIQPS: 50, KubeAPIBurst: 100, DiscoveryQPS: 10, DiscoveryBurst: 20,
 		DiscoveryShards: 1, DiscoveryTTL: 5 * time.Minute, DiscoveryDeadline: 5 * time.Minute,
-		CleanupTTL: 24 * time.Hour, RetryBase: 10 * time.Second, RetryMax: 30 * time.Minute,
+		CleanupTTL: 24 * time.Hour, CleanupDeadline: 12 * time.Hour, UnwipedRetention: 30 * 24 * time.Hour, RetryBase: 10 * time.Second, RetryMax: 30 * time.Minute,
 		MetricsAddress: ":8080", CacheSyncTimeout: 2 * time.Minute, CheckCleanerPrograms: true, ReplacedMachinePolicy: "BlockPods",
 		AdmissionPolicy: "local-volume-provisioner-replaced-machine-claims", LeaderElect: true, LeaseName: "local-volume-provisioner",
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
@@ -89,7 +91,9 @@ func (o *MasterOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.DiscoveryShards, "discovery-shards", o.DiscoveryShards, fmt.Sprintf("Containers that discovery pods start with, each carrying 4 KiB of report (1-%d). A node whose report needs more asks for them and gets them from then on.", report.MaxShards))
 	fs.DurationVar(&o.DiscoveryTTL, "discovery-job-ttl", o.DiscoveryTTL, "ttlSecondsAfterFinished of discovery Jobs.")
 	fs.DurationVar(&o.DiscoveryDeadline, "discovery-job-deadline", o.DiscoveryDeadline, "activeDeadlineSeconds of discovery Jobs.")
-	fs.DurationVar(&o.CleanupTTL, "cleanup-job-ttl", o.CleanupTTL, "ttlSecondsAfterFinished of cleanup Jobs; their finalizer keeps them until handled.")
+	fs.DurationVar(&o.CleanupTTL, "cleanup-job-ttl", o.CleanupTTL, "ttlSecondsAfterFinished of cleanup Jobs; the master deletes them once it has acted on their result, normally long before.")
+	fs.DurationVar(&o.CleanupDeadline, "cleanup-job-deadline", o.CleanupDeadline, "activeDeadlineSeconds of cleanup Jobs, Pending included: a Job past it fails, with a CleanupFailed Event, and is retried. Raise it for block cleaners that take longer on your largest disk; 0 means none.")
+	fs.DurationVar(&o.UnwipedRetention, "unwiped-disk-retention", o.UnwipedRetention, "How long a disk remembered as unwiped (dropped with a tenant's data on it) is kept once its node has left the cluster: no Node and no NodeDiskState. A disk that returns after that is published without a wipe. 0 keeps every entry until its disk is wiped; the memory is bounded (about 3,000 disks), and a disk that does not fit keeps its PV.")
 	fs.DurationVar(&o.RetryBase, "retry-base", o.RetryBase, "First backoff after a failed Job; doubles per failure.")
 	fs.DurationVar(&o.RetryMax, "retry-max", o.RetryMax, "Largest backoff after failed Jobs.")
 	fs.StringVar(&o.PriorityClassName, "job-priority-class", o.PriorityClassName, "priorityClassName of Job pods.")
@@ -136,6 +140,12 @@ func (o *MasterOptions) Validate() error {
 	}
 	if o.AdmissionPolicy == "" {
 		errs = append(errs, errors.New("--replaced-machine-admission-policy must not be empty"))
+	}
+	if o.UnwipedRetention < 0 {
+		errs = append(errs, errors.New("--unwiped-disk-retention must not be negative"))
+	}
+	if o.CleanupDeadline < 0 {
+		errs = append(errs, errors.New("--cleanup-job-deadline must not be negative"))
 	}
 	if o.CleanupTTL < o.RetryMax {
 		errs = append(errs, errors.New("--cleanup-job-ttl must not be below --retry-max"))

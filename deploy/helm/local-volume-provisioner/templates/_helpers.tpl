@@ -20,6 +20,7 @@ name, followed by the chart's name unless the release name holds it. */}}
 
 {{- define "lvp.masterName" -}}{{ include "lvp.fullname" . }}-master{{- end -}}
 {{- define "lvp.watcherName" -}}{{ include "lvp.fullname" . }}-watcher{{- end -}}
+{{- define "lvp.replacedMachinePolicy" -}}{{ include "lvp.fullname" . }}-replaced-machine-claims{{- end -}}
 {{- define "lvp.configName" -}}{{ include "lvp.fullname" . }}-config{{- end -}}
 
 {{- define "lvp.labels" -}}
@@ -97,4 +98,11 @@ periodSeconds is set.
 {{- if not (hasKey $p "periodSeconds") }}{{ $_ := set $p "periodSeconds" 30 }}{{ end -}}
 {{- end -}}
 {{- toYaml $p -}}
+{{- end -}}
+
+{{/* lvp.releasesClaims: "true" when a class sets
+releaseClaimsOfDeletedNodesAfter, the only use of the master's rights to
+delete claims, patch their status and get pods. */}}
+{{- define "lvp.releasesClaims" -}}
+{{- range .Values.classes }}{{ if .releaseClaimsOfDeletedNodesAfter }}true{{ end }}{{ end -}}
 {{- end -}}

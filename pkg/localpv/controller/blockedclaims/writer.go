@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -63,6 +65,25 @@ func Expression(claims map[string]string) string {
 	}
 	b.WriteString("}")
 	return b.String()
+}
+
+// Check compiles a blocked-claims expression as the apiserver would, so
+// that the writer never writes one that breaks the policy: with
+// failurePolicy Fail, every pod creation the policy looks at would be
+// refused.
+func Check(expr string) error {
+	env, err := cel.NewEnv()
+	if err != nil {
+		return err
+	}
+	ast, iss := env.Compile(expr)
+	if iss.Err() != nil {
+		return fmt.Errorf("the blocked claims do not compile: %w", iss.Err())
+	}
+	if k := ast.OutputType().Kind(); k != types.MapKind {
+		return fmt.Errorf("the blocked claims are a %v, not a map", ast.OutputType())
+	}
+	return nil
 }
 
 // Writer keeps the policy's blocked claims equal to the claims of the
@@ -191,6 +212,9 @@ func (w *writer) write(ctx context.Context, want map[string]string) error {
 	expr := Expression(want)
 	if policy.Spec.Variables[i].Expression == expr {
 		return nil
+	}
+	if err := Check(expr); err != nil {
+		return fmt.Errorf("refusing to write the blocked claims into ValidatingAdmissionPolicy %s: %w", name, err)
 	}
 	policy = policy.DeepCopy()
 	policy.Spec.Variables[i].Expression = expr

@@ -190,3 +190,27 @@ func runWriterCase(t *testing.T, tc writerCase) {
 		t.Errorf("policy written with %v, want %v (nil: no write)", got, tc.want)
 	}
 }
+
+// TestCheck (review P1): the writer compiles what it writes; every
+// expression Expression makes compiles, whatever the names hold, and a
+// broken one is refused.
+func TestCheck(t *testing.T) {
+	tests := []struct {
+		name    string
+		expr    string
+		wantErr bool
+	}{
+		{name: "empty", expr: blockedclaims.Expression(nil)},
+		{name: "claims", expr: blockedclaims.Expression(map[string]string{blockedclaims.Key("ns", "data-0"): "pv-1", blockedclaims.Key("a", "b"): "pv-2"})},
+		{name: "quotes and escapes in names", expr: blockedclaims.Expression(map[string]string{blockedclaims.Key("ns", "x\"y\\z\n"): "pv\u00e9"})},
+		{name: "truncated", expr: `{"ns.a": "pv-1"`, wantErr: true},
+		{name: "not a map", expr: `"ns.a"`, wantErr: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := blockedclaims.Check(tc.expr); (err != nil) != tc.wantErr {
+				t.Errorf("Check(%s) = %v, want an error: %t", tc.expr, err, tc.wantErr)
+			}
+		})
+	}
+}

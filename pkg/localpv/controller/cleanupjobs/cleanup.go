@@ -18,6 +18,7 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/machine"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvstate"
+	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
 )
@@ -112,14 +113,15 @@ func (r *runner) jobPods(job *batchv1.Job) ([]*v1.Pod, error) {
 	return r.Pods.Pods(job.Namespace).List(labels.SelectorFromSet(labels.Set{batchv1.JobNameLabel: job.Name}))
 }
 
-// podMessage returns the first termination message of a Job's failed pods,
-// for Events.
+// podMessage says why a Job failed, for Events: the first termination
+// message of its failed pods, or its Failed condition and what its pod
+// waited for (a Job past its deadline whose pod never ran).
 func (r *runner) podMessage(job *batchv1.Job) string {
 	pods, err := r.jobPods(job)
 	if err != nil {
 		return ""
 	}
-	return pvops.Truncate(jobs.FailureMessage(pods), 512)
+	return pvops.Truncate(jobs.JobFailureMessage(job, pods), 512)
 }
 
 // replacedPV reports whether a PV's machine no longer runs under its node's
@@ -132,10 +134,21 @@ func (r *runner) replacedPV(pv *v1.PersistentVolume) bool {
 	return err == nil && machine.Recorded(pv).Differs(machine.Of(node))
 }
 
-// finishReturnedDisk forgets the unwiped disk a succeeded Job wiped.
+// finishReturnedDisk forgets the unwiped disk a succeeded Job of a gone PV
+// wiped: the one it was made for, and the disk it checked on its node (a
+// Job queued before its PV was dropped, say for a deleted node).
 func (r *runner) finishReturnedDisk(ctx context.Context, job *batchv1.Job) error {
-	key := job.Annotations[jobs.AnnUnwipedDisk]
-	if key == "" {
+	if key := job.Annotations[jobs.AnnUnwipedDisk]; key != "" {
+		if err := r.Unwiped.Forget(ctx, key); err != nil {
+			return err
+		}
+	}
+	id := identity.ID(job.Annotations[jobs.AnnDiskID])
+	if id == "" || id.Valid() != nil {
+		return nil
+	}
+	key := unwiped.Key(job.Annotations[jobs.AnnNode], id)
+	if key == job.Annotations[jobs.AnnUnwipedDisk] {
 		return nil
 	}
 	return r.Unwiped.Forget(ctx, key)

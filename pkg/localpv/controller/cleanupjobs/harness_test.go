@@ -87,7 +87,7 @@ func newHarness(t *testing.T, objs ...runtime.Object) *harness {
 		t.Fatal(err)
 	}
 	_, ctx := ktesting.NewTestContext(t)
-	h := &harness{t: t, ctx: ctx, kube: fake.NewClientset(objs...), clock: testingclock.NewFakeClock(start),
+	h := &harness{t: t, ctx: ctx, kube: fake.NewClientset(append(objs, unwiped.EmptyConfigMap(ns))...), clock: testingclock.NewFakeClock(start),
 		nodes:    cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}),
 		pods:     cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
 		recorder: record.NewFakeRecorder(100), ops: &pvopstest.Fake{}, requeued: map[string]time.Duration{}}

@@ -40,6 +40,11 @@ func (r *runner) syncNodeGonePV(ctx context.Context, pv *v1.PersistentVolume, la
 		r.Recorder.Eventf(pv, v1.EventTypeNormal, "NodeBack", "Node %s is back on the same machine; the released PV is wiped as usual", node.Name)
 		return true, nil
 	}
+	// Remembered before anything is deleted: if the PV went first, a
+	// failure or a change of leader in between would forget its disk.
+	if err := r.Unwiped.Remember(ctx, pv, "node "+pv.Annotations[jobs.AnnNode]+" deleted"); err != nil {
+		return true, err
+	}
 	if err := r.Ops.RemoveFinalizer(ctx, pv); err != nil {
 		return true, err
 	}

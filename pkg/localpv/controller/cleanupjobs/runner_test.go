@@ -218,3 +218,34 @@ func TestEnsure(t *testing.T) {
 		t.Error("a released Delete PV is not cleanable")
 	}
 }
+
+// TestCleanupPastDeadlineIsReported (review H1): a cleanup Job whose pod
+// never ran (a host path it could not mount kept it Pending) fails at its
+// activeDeadlineSeconds, and the CleanupFailed Event says so instead of
+// "no termination message"; the next attempt follows the backoff.
+func TestCleanupPastDeadlineIsReported(t *testing.T) {
+	h := newHarness(t, releasedPV(), machineNode("m1"))
+	h.sync()
+	h.events()
+	js, _ := h.Jobs(volID)
+	j := js[0]
+	j.Status.Conditions = append(j.Status.Conditions, batchv1.JobCondition{Type: batchv1.JobFailed, Status: v1.ConditionTrue,
+		Reason: batchv1.JobReasonDeadlineExceeded, Message: "Job was active longer than specified deadline",
+		LastTransitionTime: metav1.NewTime(h.clock.Now())})
+	if _, err := h.kube.BatchV1().Jobs(ns).UpdateStatus(h.ctx, j, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_ = h.pods.Add(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: j.Name + "-pod", Namespace: ns, Labels: map[string]string{batchv1.JobNameLabel: j.Name}},
+		Status: v1.PodStatus{Phase: v1.PodPending, ContainerStatuses: []v1.ContainerStatus{{Name: "cleanup",
+			State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerCreating"}}}}}})
+	h.sync()
+	evs := h.events()
+	for _, want := range []string{"CleanupFailed", batchv1.JobReasonDeadlineExceeded, "ContainerCreating"} {
+		if !strings.Contains(evs, want) {
+			t.Errorf("Events %q lack %q", evs, want)
+		}
+	}
+	if h.requeued[volID] != 10*time.Second {
+		t.Errorf("requeued after %v, want the backoff", h.requeued[volID])
+	}
+}

@@ -172,7 +172,7 @@ blk: {hostDir: /mnt/blk, mountDir: /mnt/blk, volumeMode: Block, blockCleanerComm
 	for _, pv := range pvs {
 		objs = append(objs, pv)
 	}
-	kube := fake.NewClientset(objs...)
+	kube := fake.NewClientset(append(objs, unwiped.EmptyConfigMap("lpv"))...)
 	kube.ClearActions()
 	recorder := record.NewFakeRecorder(100)
 	state := &fakeState{onNode: pvs}

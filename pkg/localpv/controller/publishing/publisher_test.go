@@ -184,6 +184,12 @@ func runPublishCase(t *testing.T, tc publishCase) {
 		objs = append(objs, pv)
 	}
 	objs = append(objs, tc.extra...)
+	if !slices.ContainsFunc(tc.extra, func(o runtime.Object) bool {
+		cm, ok := o.(*v1.ConfigMap)
+		return ok && cm.Name == unwiped.ConfigMapName
+	}) {
+		objs = append(objs, unwiped.EmptyConfigMap("lpv"))
+	}
 	kube := fake.NewClientset(objs...)
 	kube.ClearActions()
 	ops := &pvopstest.Fake{}
