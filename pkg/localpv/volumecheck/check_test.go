@@ -108,8 +108,8 @@ func TestCheck(t *testing.T) {
 			pv: localPV("pv-a", "/mnt/disks/vol0", fhA), node: found{"/mnt/disks/vol0": dirB},
 			wantReason: ReasonMismatch},
 		"UUID-less file systems swapped": {
-			pv: localPV("pv-a", "/mnt/disks/vol0", identity.FileHandleOnDisk(1, []byte{2}, loopA)),
-			node: found{"/mnt/disks/vol0": identity.FileHandleOnDisk(1, []byte{2}, identity.Loop("/var/disks/b.img", 0, 0))},
+			pv:         localPV("pv-a", "/mnt/disks/vol0", identity.FileHandleOnDisk(1, []byte{2}, loopA)),
+			node:       found{"/mnt/disks/vol0": identity.FileHandleOnDisk(1, []byte{2}, identity.Loop("/var/disks/b.img", 0, 0))},
 			wantReason: ReasonMismatch},
 		"UUID-less file system, a file system with a UUID found": {
 			pv: localPV("pv-a", "/mnt/disks/vol0", identity.FileHandleOnDisk(1, []byte{2}, loopA)), node: found{"/mnt/disks/vol0": dirA},
