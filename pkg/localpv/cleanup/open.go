@@ -42,9 +42,13 @@ func releaseExclusive(f *os.File) (*os.File, error) {
 		return nil, fmt.Errorf("failed to reopen the checked device %s: %w", f.Name(), err)
 	}
 	var a, b unix.Stat_t
-	if err := errors.Join(unix.Fstat(int(f.Fd()), &a), unix.Fstat(int(g.Fd()), &b)); err != nil || a.Rdev != b.Rdev {
+	if err := errors.Join(unix.Fstat(int(f.Fd()), &a), unix.Fstat(int(g.Fd()), &b)); err != nil {
 		_ = g.Close()
-		return nil, fmt.Errorf("the reopened device %s is not the checked one: %v", f.Name(), err)
+		return nil, fmt.Errorf("failed to compare the reopened device %s with the checked one: %w", f.Name(), err)
+	}
+	if a.Rdev != b.Rdev {
+		_ = g.Close()
+		return nil, fmt.Errorf("the reopened device %s is not the checked one", f.Name())
 	}
 	return g, nil
 }

@@ -29,11 +29,13 @@ const (
 
 // keptOnUninstall is what helm uninstall leaves by design: the NodeDiskState
 // CRD, which the chart marks helm.sh/resource-policy: keep so that an
-// uninstall does not delete every node's inventory, and the APIService the
-// apiserver registers for it.
+// uninstall does not delete every node's inventory, the APIService the
+// apiserver registers for it, and the memory of unwiped disks, kept the
+// same way so that a reinstall still holds the disks it remembers.
 var keptOnUninstall = []string{
 	"customresourcedefinitions.apiextensions.k8s.io /nodediskstates.localpv.nodeplug.io",
 	"apiservices.apiregistration.k8s.io /v1alpha1.localpv.nodeplug.io",
+	"configmaps " + namespace + "/local-volume-provisioner-unwiped-disks",
 }
 
 // TestHelmLifecycle drives the chart through a release's life with the
@@ -81,7 +83,7 @@ func TestHelmLifecycle(t *testing.T) {
 					}
 				}
 			}},
-		{name: "uninstall leaves nothing but the kept CRD", args: []string{"uninstall", release, "-n", namespace, "--wait"},
+		{name: "uninstall leaves nothing but the kept CRD and memory", args: []string{"uninstall", release, "-n", namespace, "--wait"},
 			check: func(t *testing.T) {
 				if diff := compare(before, snapshot(ctx, t, cp.Config), keptOnUninstall...); diff != "" {
 					t.Errorf("objects left or changed by the release:\n%s", diff)
