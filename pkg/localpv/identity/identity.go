@@ -211,11 +211,17 @@ func Compare(recorded, current ID) Match {
 }
 
 // compareWWN compares two wwn identities, of which one may lack the serial.
+// A WWN without its serial cannot tell apart the LUNs of an array that
+// gives several one WWN, so against a WWN with a serial it is Unknown
+// (Refines says whether it is a legacy form of it), never Same.
 func compareWWN(a, b ID) Match {
 	aw, as := wwnFields(strings.TrimPrefix(string(a), KindWWN+":"))
 	bw, bs := wwnFields(strings.TrimPrefix(string(b), KindWWN+":"))
-	if aw != bw || as != "" && bs != "" && as != bs {
+	switch {
+	case aw != bw || as != "" && bs != "" && as != bs:
 		return Different
+	case as == "" || bs == "":
+		return Unknown
 	}
 	return Same
 }

@@ -39,8 +39,11 @@ func TestLegacyIdentities(t *testing.T) {
 		{name: "NVMe by serial, now a namespace of another size", recorded: Serial("M", "S1", 1<<30),
 			current: NVMe("M", "S1", 2<<30, NVMeNamespace{NSID: "1"}), want: Unknown},
 		{name: "NVMe with an EUI keeps its wwn", recorded: WWN("eui.0025388b91b3c0a1"), current: WWN("eui.0025388b91b3c0a1"), want: Same},
+		// Unknown, not Same: the LUN found may be a sibling of the recorded
+		// one under the same WWN; the master refines the record when no
+		// other PV records the LUN found.
 		{name: "a WWN recorded alone, now with its serial", recorded: WWN("naa.600a098038303053453f463045727a6f"),
-			current: WWNSerial("naa.600a098038303053453f463045727a6f", "SN0001"), want: Same, refines: true},
+			current: WWNSerial("naa.600a098038303053453f463045727a6f", "SN0001"), want: Unknown, refines: true},
 		{name: "a WWN with its serial, now another WWN", recorded: WWN("naa.600a098038303053453f463045727a6f"),
 			current: WWNSerial("naa.600a098038303053453f463045727a70", "SN0001"), want: Different},
 		{name: "two LUNs with one WWN", recorded: WWNSerial("naa.600a098038303053453f463045727a6f", "SN0001"),

@@ -208,6 +208,9 @@ func (s *store) Expire(ctx context.Context, retention time.Duration, gone func(n
 			if err != nil || s.clock.Since(since) < retention || !gone(d.Node) {
 				continue
 			}
+			if d.ID.Strong() {
+				continue // matched on any node: a deleted node's disk may come back in another
+			}
 			delete(data, k)
 			expired = append(expired, k)
 		}

@@ -159,8 +159,10 @@ func TestMemoryIsBounded(t *testing.T) {
 func TestExpire(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	s := New(fake.NewClientset(EmptyConfigMap("lpv")), "lpv", clk)
-	for _, pv := range []*v1.PersistentVolume{releasedPV("on-gone", "gone", identity.WWN("naa.1"), true),
-		releasedPV("on-live", "live", identity.WWN("naa.2"), true)} {
+	weakGone, weakLive := identity.Loop("/var/disks/gone.img", 0, 0), identity.Loop("/var/disks/live.img", 0, 0)
+	strongGone := identity.WWN("naa.1")
+	for _, pv := range []*v1.PersistentVolume{releasedPV("on-gone", "gone", weakGone, true),
+		releasedPV("on-live", "live", weakLive, true), releasedPV("strong-on-gone", "gone", strongGone, true)} {
 		if err := s.Remember(t.Context(), pv, "test"); err != nil {
 			t.Fatal(err)
 		}
@@ -172,9 +174,11 @@ func TestExpire(t *testing.T) {
 		retention time.Duration
 		want      int
 	}{
-		{name: "younger than the retention", after: time.Hour, retention: 24 * time.Hour, want: 2},
-		{name: "retention 0 keeps everything", after: 48 * time.Hour, retention: 0, want: 2},
-		{name: "older, only the gone node's entry goes", after: 48 * time.Hour, retention: 24 * time.Hour, want: 1},
+		{name: "younger than the retention", after: time.Hour, retention: 24 * time.Hour, want: 3},
+		{name: "retention 0 keeps everything", after: 48 * time.Hour, retention: 0, want: 3},
+		// A strong identity is matched on any node: a deleted node's disk
+		// may come back in another machine, so it never expires.
+		{name: "older, only the gone node's weak entry goes", after: 48 * time.Hour, retention: 24 * time.Hour, want: 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -186,7 +190,10 @@ func TestExpire(t *testing.T) {
 			if err != nil || len(got) != tc.want {
 				t.Errorf("entries %v (%v), want %d", got, err, tc.want)
 			}
-			if _, ok := got[Key("live", identity.WWN("naa.2"))]; !ok {
+			if _, ok := got[Key("gone", strongGone)]; !ok {
+				t.Error("the entry of a strong identity expired")
+			}
+			if _, ok := got[Key("live", weakLive)]; !ok {
 				t.Error("the entry of a node still in the cluster expired")
 			}
 		})

@@ -143,7 +143,7 @@ func (c *checker) Check(pv *v1.PersistentVolume) error {
 		r.Owner = c.owner(found, pv.Name)
 	}
 	switch m := identity.Compare(recorded, found); {
-	case err == nil && m == identity.Same:
+	case err == nil && m == identity.Same && (found == recorded || r.Owner == ""):
 		c.logger.V(4).Info("Local PV's disk proven", "pv", pv.Name, "path", path, "diskID", found)
 		return nil
 	case err == nil && r.Owner == "" && identity.Refines(recorded, found):

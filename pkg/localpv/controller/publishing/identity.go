@@ -212,6 +212,9 @@ func (p *publisher) matchOwnPath(ctx context.Context, pv *v1.PersistentVolume, v
 			return nil // nothing proves a change (a legacy identity); the PV stays as it is
 		}
 		if identity.Refines(diskOf(pv), v.Volume.ID) {
+			if who := t.idHolder(v.Volume.ID); who != "" && who != "PV "+pv.Name {
+				break // another PV records the disk found: it is not this PV's
+			}
 			return p.refineDisk(ctx, pv, v.Volume.ID)
 		}
 	}

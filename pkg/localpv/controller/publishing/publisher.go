@@ -76,6 +76,12 @@ func (p *publisher) publish(ctx context.Context, node *v1.Node, hostname string,
 		return err
 	}
 	if key, d, ok := taken.unwipedFor(node.Name, v.Volume.ID); ok {
+		if who := taken.holder(v); who != "" {
+			// Already held (or published) under another path: one PV per disk.
+			p.skipDisk(node, v, "DiskAlreadyPublished", fmt.Sprintf("its disk (%s) is already behind %s; a disk is "+
+				"published once, under one path", v.Volume.ID, who))
+			return nil
+		}
 		return p.holdReturnedDisk(ctx, node, hostname, v, key, d, taken)
 	}
 	if p.diskUnusable(node, v) || !p.mayPublish(node, v, taken) {

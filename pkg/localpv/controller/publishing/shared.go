@@ -12,6 +12,7 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvstate"
 	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
+	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
 	"github.com/nodeplug/nodeplug/pkg/localpv/validation"
 )
@@ -86,5 +87,8 @@ func (p *publisher) recordDisk(ctx context.Context, pv *v1.PersistentVolume, id 
 // refinable reports whether a PV's recorded identity may be replaced by a
 // newer form of it: not while it is deleted, released or failed.
 func refinable(pv *v1.PersistentVolume) bool {
-	return pv.DeletionTimestamp == nil && pv.Status.Phase != v1.VolumeReleased && pv.Status.Phase != v1.VolumeFailed
+	if _, missing := pv.Annotations[jobs.AnnVolumeMissing]; missing {
+		return false // its path had a gap: what is there now may be another disk
+	}
+	return pv.DeletionTimestamp == nil && (pvops.Unclaimed(pv) || pv.Status.Phase == v1.VolumeBound)
 }

@@ -73,6 +73,16 @@ func TestLegacyIdentityRefined(t *testing.T) {
 			state: fakeState{onNode: []*v1.PersistentVolume{existingPV("vol1", legacyDir, v1.VolumeBound)}}, check: recorded(legacyDir)},
 		{name: "a released PV keeps its legacy record for its cleanup to refuse", vols: map[string]identity.ID{"vol1": dir}, class: fastClass(mine),
 			state: fakeState{onNode: []*v1.PersistentVolume{existingPV("vol1", legacyDir, v1.VolumeReleased)}}, check: recorded(legacyDir)},
+		// Every ext4 root has the handle a legacy record holds: a disk that
+		// another PV records is that PV's, whatever the handle says.
+		{name: "a legacy handle's path leading to another PV's disk is not refined", class: fastClass(mine),
+			vols: map[string]identity.ID{"vol1": dir, "vol2": identity.FS("9d3e0c1a-7b2f-4e6d-8c5a-1f0e9d8c7b6a", 1, root)},
+			state: fakeState{onNode: []*v1.PersistentVolume{existingPV("vol1", legacyDir, v1.VolumeBound), existingPV("vol2", dir, v1.VolumeBound)}},
+			wantOps: []string{"warnClaim " + pvName + " DiskReplaced DataLoss",
+				"warnClaim " + naming.PVNameForID(naming.MachineVolumeID("a", "/mnt/fast/vol2", "m1", "u1")) + " DiskReplaced DataLoss"},
+			wantEvent: "DiskReplaced", check: recorded(legacyDir)},
+		{name: "a missing PV keeps its legacy record", vols: map[string]identity.ID{"vol1": dir}, class: fastClass(mine),
+			state: fakeState{onNode: []*v1.PersistentVolume{missingPV(existingPV("vol1", legacyDir, v1.VolumeBound))}}, check: recorded(legacyDir)},
 		{name: "another directory than the legacy handle's is another disk", class: fastClass(mine),
 			vols:    map[string]identity.ID{"vol1": identity.FS("0b6c3f9e-1d2a-4c5b-9e8f-7a6b5c4d3e21", 1, []byte{12, 0, 0, 0, 1, 0, 0, 0})},
 			state:   fakeState{onNode: []*v1.PersistentVolume{existingPV("vol1", legacyDir, v1.VolumeBound)}},
@@ -109,4 +119,10 @@ func TestUnwipedUnderLegacyIdentity(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) { runPublishCase(t, tc) })
 	}
+}
+
+// missingPV marks pv missing since the test's start.
+func missingPV(pv *v1.PersistentVolume) *v1.PersistentVolume {
+	pv.Annotations[jobs.AnnVolumeMissing] = "2026-01-01T00:00:00Z"
+	return pv
 }
