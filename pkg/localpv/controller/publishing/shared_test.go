@@ -76,7 +76,7 @@ func TestLegacyIdentityRefined(t *testing.T) {
 		// Every ext4 root has the handle a legacy record holds: a disk that
 		// another PV records is that PV's, whatever the handle says.
 		{name: "a legacy handle's path leading to another PV's disk is not refined", class: fastClass(mine),
-			vols: map[string]identity.ID{"vol1": dir, "vol2": identity.FS("9d3e0c1a-7b2f-4e6d-8c5a-1f0e9d8c7b6a", 1, root)},
+			vols:  map[string]identity.ID{"vol1": dir, "vol2": identity.FS("9d3e0c1a-7b2f-4e6d-8c5a-1f0e9d8c7b6a", 1, root)},
 			state: fakeState{onNode: []*v1.PersistentVolume{existingPV("vol1", legacyDir, v1.VolumeBound), existingPV("vol2", dir, v1.VolumeBound)}},
 			wantOps: []string{"warnClaim " + pvName + " DiskReplaced DataLoss",
 				"warnClaim " + naming.PVNameForID(naming.MachineVolumeID("a", "/mnt/fast/vol2", "m1", "u1")) + " DiskReplaced DataLoss"},
