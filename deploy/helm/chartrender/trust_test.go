@@ -103,10 +103,14 @@ func TestMasterRightsFollowClasses(t *testing.T) {
 				}
 				return names
 			}
-			for _, rv := range [][2]string{{"persistentvolumeclaims", "delete"}, {"persistentvolumeclaims/status", "patch"}, {"pods", "get"}} {
+			for _, rv := range [][2]string{{"persistentvolumeclaims", "delete"}, {"pods", "get"}} {
 				if got := allows(rv[0], rv[1]) != nil; got != tc.wantRelease {
 					t.Errorf("%s %s allowed: %t, want %t", rv[1], rv[0], got, tc.wantRelease)
 				}
+			}
+			// Every class's replaced disk or machine marks its claim's health.
+			if allows("persistentvolumeclaims/status", "patch") == nil {
+				t.Error("patch persistentvolumeclaims/status not allowed: replaced disks and machines cannot mark their claims DataLoss")
 			}
 			if got := allows("storageclasses", "patch"); !slices.Equal(got, tc.wantPatch) {
 				t.Errorf("storageclasses patch on %v, want %v", got, tc.wantPatch)
