@@ -3,6 +3,8 @@ package publishing
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -69,8 +71,10 @@ func (t *takenDisks) unwipedFor(node string, id identity.ID) (string, unwiped.Di
 	// Remembered under a legacy form of id (a weak one on its node only): a
 	// released PV recorded as a bare file handle, whose cleanup found no
 	// proof and dropped it, still holds its tenant's data.
-	for k, d := range t.unwiped {
-		if identity.Refines(d.ID, id) && (d.ID.Strong() || d.Node == node) {
+	// In key order, so that every pass picks the same entry when several
+	// legacy records agree with id.
+	for _, k := range slices.Sorted(maps.Keys(t.unwiped)) {
+		if d := t.unwiped[k]; identity.Refines(d.ID, id) && (d.ID.Strong() || d.Node == node) {
 			return k, d, true
 		}
 	}
