@@ -1,6 +1,7 @@
 package publishing_test
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -204,8 +205,8 @@ func runPublishCase(t *testing.T, tc publishCase) {
 		node = testNode()
 	}
 	c := report.Class{Name: "fast"}
-	for name, id := range tc.vols {
-		c.Volumes = append(c.Volumes, report.Volume{Name: name, Kind: report.KindDirectory, Capacity: 20 << 30, ID: id, Dev: tc.devs[name]})
+	for _, name := range slices.Sorted(maps.Keys(tc.vols)) {
+		c.Volumes = append(c.Volumes, report.Volume{Name: name, Kind: report.KindDirectory, Capacity: 20 << 30, ID: tc.vols[name], Dev: tc.devs[name]})
 	}
 	res, err := validation.Check(cfg, "a", "a", &report.Report{Version: report.Version, Node: "a", Classes: []report.Class{c}})
 	if err != nil {

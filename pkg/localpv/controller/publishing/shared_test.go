@@ -114,6 +114,13 @@ func TestUnwipedUnderLegacyIdentity(t *testing.T) {
 		{name: "on its node it is held for an admin", vols: map[string]identity.ID{"vol1": now}, class: fastClass(mine),
 			extra: remembered("a"), wantEvent: "DiskHeld",
 			wantPVs: []string{naming.PVNameForID(naming.MachineVolumeID("a", "/mnt/fast/vol1", "m1", "u1"))}},
+		// The same disk under a second path (a bind mount, a second class)
+		// is held once: an admin's keep on two held PVs would publish it
+		// twice.
+		{name: "under two paths it is held once", vols: map[string]identity.ID{"vol1": now, "vol2": now},
+			devs: map[string]string{"vol1": "loop4", "vol2": "loop4"}, class: fastClass(mine),
+			extra: remembered("a"), wantEvent: "DiskAlreadyPublished",
+			wantPVs: []string{naming.PVNameForID(naming.MachineVolumeID("a", "/mnt/fast/vol1", "m1", "u1"))}},
 		{name: "another node's weak record is not this disk", vols: map[string]identity.ID{"vol1": now}, class: fastClass(mine),
 			extra: remembered("b"), wantPVs: []string{naming.PVNameForID(naming.MachineVolumeID("a", "/mnt/fast/vol1", "m1", "u1"))}},
 	} {
