@@ -28,6 +28,15 @@ type Operation func(plugin string) (mount.Interface, utilexec.Interface, error)
 // and mounts block-backed PVs through op. It returns an error if there is
 // no local plugin.
 func Wrap(plugins []volume.VolumePlugin, op Operation) ([]volume.VolumePlugin, error) {
+	return WrapLocal(plugins, func(up Local) Local { return &plugin{upstreamLocal: up, op: op} })
+}
+
+// WrapLocal returns plugins with upstream's local plugin replaced by what
+// wrap makes of it. Each design that changes the local plugin (mount pods,
+// the local PV identity check) wraps it through here, so that the wrappers
+// compose in either order. It returns an error if there is no local plugin
+// or it no longer implements Local.
+func WrapLocal(plugins []volume.VolumePlugin, wrap func(Local) Local) ([]volume.VolumePlugin, error) {
 	out := make([]volume.VolumePlugin, len(plugins))
 	found := false
 	for i, p := range plugins {
@@ -35,11 +44,11 @@ func Wrap(plugins []volume.VolumePlugin, op Operation) ([]volume.VolumePlugin, e
 		if p.GetPluginName() != PluginName {
 			continue
 		}
-		up, ok := p.(upstreamLocal)
+		up, ok := p.(Local)
 		if !ok {
 			return nil, fmt.Errorf("upstream's %s plugin no longer implements the interfaces nodeplug wraps", PluginName)
 		}
-		out[i] = &plugin{upstreamLocal: up, op: op}
+		out[i] = wrap(up)
 		found = true
 	}
 	if !found {
@@ -48,14 +57,18 @@ func Wrap(plugins []volume.VolumePlugin, op Operation) ([]volume.VolumePlugin, e
 	return out, nil
 }
 
-// upstreamLocal is every interface upstream's local plugin implements.
-type upstreamLocal interface {
+// Local is every interface upstream's local plugin implements, and so
+// every interface a wrapper of it must keep.
+type Local interface {
 	volume.VolumePlugin
 	volume.PersistentVolumePlugin
 	volume.BlockVolumePlugin
 	volume.NodeExpandableVolumePlugin
 	volume.DeviceMountableVolumePlugin
 }
+
+// upstreamLocal names the embedded plugin in this package's wrapper.
+type upstreamLocal = Local
 
 type plugin struct {
 	upstreamLocal

@@ -12,40 +12,19 @@ import (
 )
 
 // PluginName is upstream's local plugin name.
-const PluginName = "kubernetes.io/local-volume"
+const PluginName = localadapter.PluginName
 
 // Wrap returns plugins with the local plugin replaced by one that proves
 // each PV's disk with check before a pod sees it. It returns an error if
 // there is no local plugin.
 func Wrap(plugins []volume.VolumePlugin, check volumecheck.Checker) ([]volume.VolumePlugin, error) {
-	out := make([]volume.VolumePlugin, len(plugins))
-	found := false
-	for i, p := range plugins {
-		out[i] = p
-		if p.GetPluginName() != PluginName {
-			continue
-		}
-		up, ok := p.(upstreamLocal)
-		if !ok {
-			return nil, fmt.Errorf("the %s plugin no longer implements the interfaces nodeplug wraps", PluginName)
-		}
-		out[i] = &plugin{upstreamLocal: up, check: check}
-		found = true
-	}
-	if !found {
-		return nil, fmt.Errorf("no %s plugin among the kubelet's volume plugins", PluginName)
-	}
-	return out, nil
+	return localadapter.WrapLocal(plugins, func(up localadapter.Local) localadapter.Local {
+		return &plugin{upstreamLocal: up, check: check}
+	})
 }
 
-// upstreamLocal is every interface upstream's local plugin implements.
-type upstreamLocal interface {
-	volume.VolumePlugin
-	volume.PersistentVolumePlugin
-	volume.BlockVolumePlugin
-	volume.NodeExpandableVolumePlugin
-	volume.DeviceMountableVolumePlugin
-}
+// upstreamLocal names the embedded plugin in this package's wrapper.
+type upstreamLocal = localadapter.Local
 
 type plugin struct {
 	upstreamLocal
