@@ -144,17 +144,9 @@ func TestCleanBlockCommandMayClaimTheDevice(t *testing.T) {
 			if err := os.WriteFile(dev, bytes.Repeat([]byte{0xAA}, size), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			id, _, err := identity.Device("", dev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			root := t.TempDir()
-			link := filepath.Join(root, "disk1")
-			if err := os.Symlink(dev, link); err != nil {
-				t.Fatal(err)
-			}
+			id, root, link := linkedDisk(t, dev)
 			_, ctx := ktesting.NewTestContext(t)
-			err = realCleaner().Clean(ctx, Request{Kind: report.KindBlock, MountDir: root, Path: link, Command: command, Expected: Expected{DiskID: id}})
+			err := realCleaner().Clean(ctx, Request{Kind: report.KindBlock, MountDir: root, Path: link, Command: command, Expected: Expected{DiskID: id}})
 			if err != nil {
 				t.Fatalf("Clean: %v", err)
 			}
@@ -178,22 +170,30 @@ func TestCleanBlockRefusesADeviceInUse(t *testing.T) {
 		t.Fatalf("mount: %v", err)
 	}
 	t.Cleanup(func() { _ = unix.Unmount(mnt, unix.MNT_DETACH) })
-	id, _, err := identity.Device("", dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := t.TempDir()
-	link := filepath.Join(root, "disk1")
-	if err := os.Symlink(dev, link); err != nil {
-		t.Fatal(err)
-	}
+	id, root, link := linkedDisk(t, dev)
 	ran := filepath.Join(t.TempDir(), "ran")
 	_, ctx := ktesting.NewTestContext(t)
-	err = realCleaner().Clean(ctx, Request{Kind: report.KindBlock, MountDir: root, Path: link, Command: []string{"touch", ran}, Expected: Expected{DiskID: id}})
+	err := realCleaner().Clean(ctx, Request{Kind: report.KindBlock, MountDir: root, Path: link, Command: []string{"touch", ran}, Expected: Expected{DiskID: id}})
 	if err == nil || !strings.Contains(err.Error(), "is in use") {
 		t.Fatalf("want a refusal of the mounted device, got %v", err)
 	}
 	if _, err := os.Stat(ran); err == nil {
 		t.Error("the cleaner command ran on a mounted device")
 	}
+}
+
+// linkedDisk returns the identity of block device dev and a new class
+// directory root whose entry link (disk1) leads to dev.
+func linkedDisk(t *testing.T, dev string) (id identity.ID, root, link string) {
+	t.Helper()
+	id, _, err := identity.Device("", dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root = t.TempDir()
+	link = filepath.Join(root, "disk1")
+	if err := os.Symlink(dev, link); err != nil {
+		t.Fatal(err)
+	}
+	return id, root, link
 }
