@@ -299,17 +299,7 @@ func (d *lpvDisks) swapExt4(ctx context.Context, t *testing.T, target string) st
 
 func (d *lpvDisks) newExt4(t *testing.T, name string) string {
 	t.Helper()
-	img := d.host(filepath.Join(d.base, "img", name+".img"))
-	if err := os.WriteFile(img, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(img, 64<<20); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mkfs.ext4", "-q", "-F", img).CombinedOutput(); err != nil {
-		t.Fatalf("mkfs.ext4 %s: %v: %s", img, err, out)
-	}
-	return attachLoop(t, d, img)
+	return newExt4With(t, d, name)
 }
 
 // readExt4File reads a file of the ext4 disk dev, mounted read-only on the
