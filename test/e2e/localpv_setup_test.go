@@ -38,6 +38,9 @@ type lpvDisks struct {
 	n                 *framework.Node
 	base, fast, block string
 	loops             []string
+	// masterEnv is added to the master's container (and so, for
+	// identity.UnavailableEnv, to its Jobs').
+	masterEnv []corev1.EnvVar
 }
 
 func newLPVDisks(t testing.TB, c *framework.Cluster) *lpvDisks {
@@ -206,6 +209,17 @@ func patchLPVDoc(t testing.TB, doc string, d *lpvDisks, extra map[string]string)
 			}
 		}
 		obj = ds
+	case "Deployment":
+		if len(d.masterEnv) == 0 {
+			return doc
+		}
+		dep := &appsv1.Deployment{}
+		mustUnmarshal(t, doc, dep)
+		for i := range dep.Spec.Template.Spec.Containers {
+			c := &dep.Spec.Template.Spec.Containers[i]
+			c.Env = append(c.Env, d.masterEnv...)
+		}
+		obj = dep
 	case "ClusterRole":
 		if meta.Metadata.Name != "local-volume-provisioner-master" {
 			return doc

@@ -37,6 +37,31 @@ func (n *Node) Systemctl(ctx context.Context, args ...string) (string, error) {
 	return string(out), nil
 }
 
+// SetServiceEnvironment adds env (KEY=VALUE each) to the environment of
+// the node's unit, in a drop-in of its own, as an operator's override does;
+// nil removes it. It takes effect at the unit's next start.
+func (n *Node) SetServiceEnvironment(unit string, env []string) error {
+	dropIn := n.HostPath(filepath.Join(nodeUnitDir, unit+".service.d", "51-e2e-env.conf"))
+	if env == nil {
+		if err := os.Remove(dropIn); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("[Service]\n")
+	for _, kv := range env {
+		if !strings.Contains(kv, "=") || strings.ContainsAny(kv, "\"\n") {
+			return fmt.Errorf("environment %q is not KEY=VALUE without quotes or newlines", kv)
+		}
+		b.WriteString(`Environment="` + kv + "\"\n")
+	}
+	if err := os.MkdirAll(filepath.Dir(dropIn), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(dropIn, []byte(b.String()), 0o644)
+}
+
 // SetServiceCommand makes argv the command of the node's unit (a drop-in
 // that replaces its ExecStart, as an operator's override does); nil
 // removes the override. It takes effect at the unit's next start.
