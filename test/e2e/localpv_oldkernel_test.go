@@ -17,22 +17,28 @@ import (
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
 )
 
-// beforeLinux60 is what a kernel before 6.0 lacks to read an ext4 file
-// system's UUID without its device: FS_IOC_GETFSUUID (6.9) and
-// EXT4_IOC_GETFSUUID (6.0).
-const beforeLinux60 = "generic-ioctl,fs-ioctl"
+// kubeletBefore60 is how the kubelet reads an ext4 file system's UUID on
+// a kernel before 6.0 (no FS_IOC_GETFSUUID, 6.9, nor EXT4_IOC_GETFSUUID,
+// 6.0) on a node without udev: it can only read the superblock, as root.
+const kubeletBefore60 = "generic-ioctl,fs-ioctl,udev"
+
+// jobsBefore60 is how the provisioner's Jobs read it there: unprivileged,
+// they cannot read the superblock either, so a directory is known by its
+// file handle and its device's identity (fhdisk:).
+const jobsBefore60 = kubeletBefore60 + ",superblock"
 
 // TestLocalPVIdentityOnKernelsBefore60 runs the provisioner's discovery and
 // cleanup and the kubelet's check on one node as they run on a kernel
-// before 6.0 (Debian 11, Ubuntu 22.04, RHEL 9): neither ioctl that reads a
-// file system's UUID answers, in the master's Jobs
-// (identity.UnavailableEnv on the master, which passes it on) and in the
-// node's kubelet (the same variable in a drop-in of its unit). Discovery,
-// unprivileged, cannot read the superblock the kubelet can. Two ext4 disks
-// with UUIDs in the class directory still get one PV each, with identities
-// that tell them apart; the tenants' pods start on them; when the operator
-// swaps the two mounts, pods made again are refused with an Event naming
-// the other PV, and start on their own disks once the mounts are restored.
+// before 6.0 (Debian 11, Ubuntu 22.04, RHEL 9) without udev: neither ioctl
+// that reads a file system's UUID answers, in the master's Jobs
+// (identity.UnavailableEnv on the master, which passes it on) or in the
+// node's kubelet (the same variable in a drop-in of its unit), and only
+// the kubelet, as root, reads superblocks. Two ext4 disks with UUIDs in
+// the class directory get one PV each, recorded by file handle and
+// device; the tenants' pods start on them, though the kubelet could read
+// more; when the operator swaps the two mounts, pods made again are
+// refused with an Event naming the other PV, and start on their own disks
+// once the mounts are restored.
 func TestLocalPVIdentityOnKernelsBefore60(t *testing.T) {
 	c := framework.Connect(t)
 	c.RequireNodes(t, 2)
@@ -41,10 +47,10 @@ func TestLocalPVIdentityOnKernelsBefore60(t *testing.T) {
 	if !n.HasServiceManager() {
 		t.Fatalf("node %s has no service manager to restart its kubelet with", n.Name)
 	}
-	kubeletWithEnv(ctx, t, c, n, []string{identity.UnavailableEnv + "=" + beforeLinux60})
+	kubeletWithEnv(ctx, t, c, n, []string{identity.UnavailableEnv + "=" + kubeletBefore60})
 
 	d := newLPVDisksOn(t, n)
-	d.masterEnv = []corev1.EnvVar{{Name: identity.UnavailableEnv, Value: beforeLinux60}}
+	d.masterEnv = []corev1.EnvVar{{Name: identity.UnavailableEnv, Value: jobsBefore60}}
 	tenants := []*swapTenant{{name: "old-a"}, {name: "old-b"}}
 	for _, tn := range tenants {
 		tn.mount = filepath.Join(d.fast, tn.name)
@@ -60,8 +66,8 @@ func TestLocalPVIdentityOnKernelsBefore60(t *testing.T) {
 	for _, tn := range tenants {
 		tn.pv = waitForPVOn(ctx, t, c, n.Name, tn.mount, "", corev1.VolumeAvailable)
 		id := tn.pv.Annotations[jobs.AnnDiskID]
-		if other, dup := ids[id]; dup || id == "" || strings.HasPrefix(id, "fh:") {
-			t.Fatalf("PV %s of %s records disk %q (also recorded by %q): no identity of its own", tn.pv.Name, tn.mount, id, other)
+		if other, dup := ids[id]; dup || !strings.HasPrefix(id, "fhdisk:") {
+			t.Fatalf("PV %s of %s records disk %q (also recorded by %q): want an fhdisk: identity of its own", tn.pv.Name, tn.mount, id, other)
 		}
 		ids[id] = tn.pv.Name
 		t.Logf("PV %s of %s records %s", tn.pv.Name, tn.mount, id)
