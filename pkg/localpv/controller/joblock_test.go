@@ -182,3 +182,57 @@ func TestUncleanablePVLetsGoOfItsFinishedJobs(t *testing.T) {
 		})
 	}
 }
+
+// TestOrphanCleanupDiskIsRemembered: the disk of a cleanup Job whose PV is
+// gone (its finalizer removed by hand and the PV deleted) is remembered as
+// unwiped as soon as the master sees the Job, so that the lock no longer
+// rests on the Job alone: a Job deleted before its wipe succeeded (by an
+// admin, or with its namespace) leaves the disk held when it is seen again,
+// a Job that found another disk leaves the tenant's disk remembered, and a
+// succeeded wipe forgets it and publishes the clean disk.
+func TestOrphanCleanupDiskIsRemembered(t *testing.T) {
+	tests := []struct {
+		name     string
+		end      func(f *fixture, job string)
+		wantHeld bool
+	}{
+		{name: "Job deleted before its wipe", wantHeld: true, end: func(f *fixture, job string) {
+			if err := f.kube.BatchV1().Jobs(testNS).Delete(f.t.Context(), job, metav1.DeleteOptions{}); err != nil {
+				f.t.Fatal(err)
+			}
+			f.syncStores()
+		}},
+		{name: "Job found another disk", wantHeld: true, end: func(f *fixture, job string) {
+			f.failCleanup(job, jobs.CleanupIdentityMismatchCode, jobs.CleanupIdentityMismatch+"disk: recorded a, found b")
+		}},
+		{name: "wipe succeeded", end: func(f *fixture, job string) { f.finishJob(job, true) }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, pv := releasedOnMachine(t, nil, true)
+			id := pv.Labels[jobs.LabelVolumeID]
+			f.sync(volKey(id))
+			if err := f.kube.CoreV1().PersistentVolumes().Delete(t.Context(), pv.Name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			f.syncStores()
+			f.sync(volKey(id))
+			if len(f.unwipedKeys()) != 1 {
+				t.Fatal("the disk of a cleanup Job whose PV is gone is not remembered as unwiped")
+			}
+			tc.end(f, naming.CleanupJobName(id, 1))
+			f.sync(volKey(id))
+			f.discover("a", fsReport("a", "vol1"))
+			got := f.pv(pv.Name)
+			if got == nil {
+				t.Fatal("the disk got no PV at all")
+			}
+			if held := got.Labels[jobs.LabelHeld] == "true"; held != tc.wantHeld {
+				t.Errorf("the disk's new PV is held: %t, want %t", held, tc.wantHeld)
+			}
+			if remembered := len(f.unwipedKeys()) == 1; remembered != tc.wantHeld {
+				t.Errorf("the disk is remembered: %t, want %t", remembered, tc.wantHeld)
+			}
+		})
+	}
+}

@@ -145,7 +145,13 @@ func (r *runner) syncOrphanCleanup(ctx context.Context, id string, latest *batch
 	if latest == nil {
 		return nil
 	}
-	switch finished, succeeded := jobs.IsFinished(latest); {
+	finished, succeeded := jobs.IsFinished(latest)
+	if !succeeded {
+		if err := r.rememberOrphan(ctx, latest); err != nil {
+			return err
+		}
+	}
+	switch {
 	case !finished:
 		return nil
 	case succeeded:
