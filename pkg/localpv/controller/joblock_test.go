@@ -111,7 +111,10 @@ func TestFailedCleanupOutlivesJobTTL(t *testing.T) {
 			f.expireJobs()
 			f.restart()
 			f.discover("a", fsReport("a", "vol1"))
-			if tc.pvGone && f.pv(pv.Name) != nil {
+			if got := f.pv(pv.Name); tc.pvGone && got != nil {
+				if got.Labels[jobs.LabelHeld] == "true" {
+					t.Fatal("the disk of a failed cleanup was held: its cleanup Job, the lock, was lost")
+				}
 				t.Fatal("the unwiped disk of a failed cleanup was published again")
 			}
 			if f.job(first) == nil {
