@@ -177,7 +177,7 @@ func runController(ctx context.Context, o *options.MasterOptions, cfg *config.Co
 		RetryBase: o.RetryBase, RetryMax: o.RetryMax, ReplacedMachinePolicy: o.ReplacedMachinePolicy, AdmissionPolicyName: o.AdmissionPolicy, Notifications: dyn.Resource(v1alpha1.SchemeGroupVersionResource),
 		CacheSyncTimeout: o.CacheSyncTimeout, UnwipedRetention: o.UnwipedRetention,
 		Jobs: jobs.Params{Namespace: o.Namespace, Image: o.Image, ImagePullPolicy: v1.PullPolicy(o.ImagePullPolicy),
-			DiscoveryShards: o.DiscoveryShards, DiscoveryTTL: int32(o.DiscoveryTTL.Seconds()), CleanupTTL: int32(o.CleanupTTL.Seconds()),
+			DiscoveryShards: o.DiscoveryShards, DiscoveryTTL: int32(o.DiscoveryTTL.Seconds()),
 			DiscoveryDeadline: int64(o.DiscoveryDeadline.Seconds()), CleanupDeadline: int64(o.CleanupDeadline.Seconds()),
 			PriorityClassName: o.PriorityClassName, FSUUIDUnavailable: os.Getenv(identity.UnavailableEnv)},
 	})

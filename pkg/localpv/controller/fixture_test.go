@@ -112,7 +112,7 @@ func (f *fixture) restart() {
 		RetryBase: 10 * time.Second, RetryMax: 5 * time.Minute, DiscoveryQPS: 1000, DiscoveryBurst: 1000,
 		Notifications: f.dyn.Resource(v1alpha1.SchemeGroupVersionResource),
 		Jobs: jobs.Params{Namespace: testNS, Image: "nodeplug/local-volume-provisioner:dev", ImagePullPolicy: v1.PullIfNotPresent,
-			DiscoveryShards: 2, DiscoveryTTL: 300, CleanupTTL: 3600},
+			DiscoveryShards: 2, DiscoveryTTL: 300},
 	}
 	if f.tweak != nil {
 		f.tweak(&opts, &f.inf)

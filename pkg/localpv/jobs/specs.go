@@ -34,8 +34,9 @@ type Params struct {
 	// DiscoveryShards is the number of containers discovery pods start
 	// with (1-3); a node whose report needs more gets more.
 	DiscoveryShards int
-	// DiscoveryTTL and CleanupTTL become ttlSecondsAfterFinished.
-	DiscoveryTTL, CleanupTTL int32
+	// DiscoveryTTL becomes discovery Jobs' ttlSecondsAfterFinished.
+	// Cleanup Jobs have none (see CleanupJob).
+	DiscoveryTTL int32
 	// DiscoveryDeadline and CleanupDeadline bound a discovery and a
 	// cleanup Job's run time, Pending included, in seconds
 	// (activeDeadlineSeconds); 0 leaves a Job unbounded.
@@ -87,7 +88,6 @@ func baseJob(p Params, cfg *config.Configuration, name, role, nodeName string) *
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Namespace, Labels: labels,
 			Annotations: map[string]string{AnnNode: nodeName}},
 		Spec: batchv1.JobSpec{
-			TTLSecondsAfterFinished: ptr.To(p.DiscoveryTTL),
 			Template: v1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: copyMap(labels), Annotations: map[string]string{AnnNode: nodeName}},
 				Spec: v1.PodSpec{
@@ -125,6 +125,7 @@ func smallResources() v1.ResourceRequirements {
 // credentials.
 func DiscoveryJob(p Params, cfg *config.Configuration, nodeName string, shards int, held []string) *batchv1.Job {
 	j := baseJob(p, cfg, naming.DiscoveryJobName(nodeName), RoleDiscovery, nodeName)
+	j.Spec.TTLSecondsAfterFinished = ptr.To(p.DiscoveryTTL)
 	j.Spec.BackoffLimit = ptr.To[int32](2)
 	if p.DiscoveryDeadline > 0 {
 		j.Spec.ActiveDeadlineSeconds = ptr.To(p.DiscoveryDeadline)
@@ -289,10 +290,12 @@ const (
 
 // CleanupJob returns the cleanup Job of one attempt. It carries the whole
 // target in annotations, so a retry can be built from it after the PV is
-// gone. It has no finalizer: the master deletes it once it has acted on its
-// result, and a Job deleted before (by its TTL, an admin or the deletion of
-// its namespace) loses no disk, as the PV it wipes stays Released, or the
-// disk is remembered as unwiped (package unwiped). Its container checks the
+// gone. It has no finalizer, so deleting its namespace never waits for the
+// master, and no ttlSecondsAfterFinished: a finished Job is the lock of its
+// path until the master has acted on its result (reported it, and retried
+// it, or deleted or dropped its PV), which it does before it deletes the
+// Job. With the PV gone, a failed Job is the only lock; a TTL would let it
+// go, with the disk unwiped, while no master ran. Its container checks the
 // PV's machine and disk before it wipes: when a machine ID is recorded, the
 // host's /etc is mounted read-only as a directory, so that a node without
 // /etc/machine-id runs the pod, which cannot read the ID, rather than
@@ -314,7 +317,6 @@ func CleanupJob(p Params, cfg *config.Configuration, t CleanupTarget, attempt in
 			j.Annotations[k] = v
 		}
 	}
-	j.Spec.TTLSecondsAfterFinished = ptr.To(p.CleanupTTL)
 	j.Spec.BackoffLimit = ptr.To[int32](0)
 	if p.CleanupDeadline > 0 {
 		j.Spec.ActiveDeadlineSeconds = ptr.To(p.CleanupDeadline)
@@ -371,8 +373,8 @@ func cleanupArgs(t CleanupTarget) []string {
 }
 
 // RetryJob returns the next attempt of a failed cleanup Job. A failed Job
-// made before cleanup Jobs lost their finalizer keeps it, the retry does
-// not.
+// made before cleanup Jobs lost their finalizer and their TTL keeps them,
+// the retry does not.
 func RetryJob(failed *batchv1.Job, attempt int) *batchv1.Job {
 	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{
 		Name:        naming.CleanupJobName(failed.Labels[LabelVolumeID], attempt),
@@ -385,6 +387,7 @@ func RetryJob(failed *batchv1.Job, attempt int) *batchv1.Job {
 	// The Job controller adds these to the spec; a new Job must not carry them.
 	j.Spec.Selector = nil
 	j.Spec.ManualSelector = nil
+	j.Spec.TTLSecondsAfterFinished = nil
 	delete(j.Spec.Template.Labels, "controller-uid")
 	delete(j.Spec.Template.Labels, batchv1.ControllerUidLabel)
 	delete(j.Spec.Template.Labels, batchv1.JobNameLabel)

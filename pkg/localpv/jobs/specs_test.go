@@ -101,6 +101,10 @@ func TestRetryJobStripsControllerFields(t *testing.T) {
 	failed.Spec.Selector = nil
 	failed.Spec.Template.Labels[batchv1.ControllerUidLabel] = "job-uid"
 	failed.Spec.Template.Labels[batchv1.JobNameLabel] = failed.Name
+	if failed.Spec.TTLSecondsAfterFinished != nil {
+		t.Fatal("a cleanup Job has a TTL: it could go before the master acted on its result")
+	}
+	failed.Spec.TTLSecondsAfterFinished = ptr.To[int32](3600) // as older masters made them
 	retry := RetryJob(failed, 2)
 	if retry.Name != naming.CleanupJobName(naming.VolumeID("a", "/mnt/blk/sdb"), 2) || Attempt(retry) != 2 {
 		t.Fatalf("bad retry identity: %s attempt %d", retry.Name, Attempt(retry))
@@ -108,8 +112,8 @@ func TestRetryJobStripsControllerFields(t *testing.T) {
 	if _, ok := retry.Spec.Template.Labels[batchv1.ControllerUidLabel]; ok || retry.UID != "" {
 		t.Fatal("retry carries the failed Job's controller fields")
 	}
-	if retry.Annotations[AnnPVUID] != "uid" || len(retry.Finalizers) != 0 {
-		t.Fatalf("retry lost its target, or carries finalizers %v", retry.Finalizers)
+	if retry.Annotations[AnnPVUID] != "uid" || len(retry.Finalizers) != 0 || retry.Spec.TTLSecondsAfterFinished != nil {
+		t.Fatalf("retry lost its target, or carries finalizers %v or a TTL", retry.Finalizers)
 	}
 	if Attempt(failed) != 1 {
 		t.Fatal("RetryJob modified the failed Job")

@@ -117,7 +117,7 @@ func (e *env) startMasterWith(t *testing.T, retryBase time.Duration, opts contro
 		Config: cfg, ProvisionerName: "nodeplug.io/local-volume-provisioner", DiscoveryQPS: 100, DiscoveryBurst: 100,
 		RetryBase: retryBase, RetryMax: 2 * retryBase, Notifications: dyn.Resource(v1alpha1.SchemeGroupVersionResource),
 		Jobs: jobs.Params{Namespace: namespace, Image: "nodeplug/local-volume-provisioner:dev", ImagePullPolicy: corev1.PullIfNotPresent,
-			DiscoveryShards: 2, DiscoveryTTL: 300, CleanupTTL: 3600, DiscoveryDeadline: 300},
+			DiscoveryShards: 2, DiscoveryTTL: 300, DiscoveryDeadline: 300},
 	})
 	if err != nil {
 		t.Fatal(err)

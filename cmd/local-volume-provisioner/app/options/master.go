@@ -30,7 +30,6 @@ type MasterOptions struct {
 	DiscoveryShards   int
 	DiscoveryTTL      time.Duration
 	DiscoveryDeadline time.Duration
-	CleanupTTL        time.Duration
 	CleanupDeadline   time.Duration
 	UnwipedRetention  time.Duration
 	RetryBase         time.Duration
@@ -60,6 +59,11 @@ type MasterOptions struct {
 	RetryPeriod   time.Duration
 }
 
+// FlagCleanupJobTTL is a flag the master accepts and ignores: a cleanup Job
+// has no TTL, since a failed one is the lock of its path until the master
+// has acted on its result.
+const FlagCleanupJobTTL = "cleanup-job-ttl"
+
 // NewMasterOptions returns the defaults. The namespace and image default to
 // the POD_NAMESPACE and JOB_IMAGE environment variables.
 func NewMasterOptions() *MasterOptions {
@@ -68,7 +72,7 @@ func NewMasterOptions() *MasterOptions {
 		ImagePullPolicy: string(v1.PullIfNotPresent), ProvisionerName: "nodeplug.io/local-volume-provisioner", Workers: 4,
 		KubeAPIQPS: 50, KubeAPIBurst: 100, DiscoveryQPS: 10, DiscoveryBurst: 20,
 		DiscoveryShards: 1, DiscoveryTTL: 5 * time.Minute, DiscoveryDeadline: 5 * time.Minute,
-		CleanupTTL: 24 * time.Hour, CleanupDeadline: 12 * time.Hour, UnwipedRetention: 30 * 24 * time.Hour, RetryBase: 10 * time.Second, RetryMax: 30 * time.Minute,
+		CleanupDeadline: 12 * time.Hour, UnwipedRetention: 30 * 24 * time.Hour, RetryBase: 10 * time.Second, RetryMax: 30 * time.Minute,
 		MetricsAddress: ":8080", CacheSyncTimeout: 2 * time.Minute, CheckCleanerPrograms: true, ReplacedMachinePolicy: "BlockPods",
 		AdmissionPolicy: "local-volume-provisioner-replaced-machine-claims", LeaderElect: true, LeaseName: "local-volume-provisioner",
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
@@ -91,7 +95,9 @@ func (o *MasterOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.DiscoveryShards, "discovery-shards", o.DiscoveryShards, fmt.Sprintf("Containers that discovery pods start with, each carrying 4 KiB of report (1-%d). A node whose report needs more asks for them and gets them from then on.", report.MaxShards))
 	fs.DurationVar(&o.DiscoveryTTL, "discovery-job-ttl", o.DiscoveryTTL, "ttlSecondsAfterFinished of discovery Jobs.")
 	fs.DurationVar(&o.DiscoveryDeadline, "discovery-job-deadline", o.DiscoveryDeadline, "activeDeadlineSeconds of discovery Jobs.")
-	fs.DurationVar(&o.CleanupTTL, "cleanup-job-ttl", o.CleanupTTL, "ttlSecondsAfterFinished of cleanup Jobs; the master deletes them once it has acted on their result, normally long before.")
+	// Accepted, so that manifests that pass it keep working, and ignored.
+	fs.Duration(FlagCleanupJobTTL, 24*time.Hour, "Ignored: cleanup Jobs have no ttlSecondsAfterFinished.")
+	_ = fs.MarkDeprecated(FlagCleanupJobTTL, "cleanup Jobs have no TTL: the master deletes each once it has acted on its result; the flag is ignored")
 	fs.DurationVar(&o.CleanupDeadline, "cleanup-job-deadline", o.CleanupDeadline, "activeDeadlineSeconds of cleanup Jobs, Pending included: a Job past it fails, with a CleanupFailed Event, and is retried. Raise it for block cleaners that take longer on your largest disk; 0 means none.")
 	fs.DurationVar(&o.UnwipedRetention, "unwiped-disk-retention", o.UnwipedRetention, "How long a disk remembered as unwiped (dropped with a tenant's data on it) under a weak identity (one only its node tells apart) is kept once its node has left the cluster: no Node and no NodeDiskState. Strong identities never expire. 0 keeps every entry until its disk is wiped; the memory is bounded (about 3,000 disks), and a disk that does not fit keeps its PV.")
 	fs.DurationVar(&o.RetryBase, "retry-base", o.RetryBase, "First backoff after a failed Job; doubles per failure.")
@@ -146,9 +152,6 @@ func (o *MasterOptions) Validate() error {
 	}
 	if o.CleanupDeadline < 0 {
 		errs = append(errs, errors.New("--cleanup-job-deadline must not be negative"))
-	}
-	if o.CleanupTTL < o.RetryMax {
-		errs = append(errs, errors.New("--cleanup-job-ttl must not be below --retry-max"))
 	}
 	if o.LeaderElect && !(o.LeaseDuration > o.RenewDeadline && o.RenewDeadline > o.RetryPeriod && o.RetryPeriod > 0) {
 		errs = append(errs, errors.New("leader election needs lease duration > renew deadline > retry period > 0"))

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 )
 
@@ -45,7 +47,6 @@ func TestMasterValidate(t *testing.T) {
 		{name: "zero qps", mutate: func(o *MasterOptions) { o.DiscoveryQPS = 0 }, wantErr: "must be positive"},
 		{name: "too many shards", mutate: func(o *MasterOptions) { o.DiscoveryShards = 4 }, wantErr: "--discovery-shards"},
 		{name: "retry max below base", mutate: func(o *MasterOptions) { o.RetryMax = time.Second }, wantErr: "--retry-base"},
-		{name: "cleanup ttl below retry max", mutate: func(o *MasterOptions) { o.CleanupTTL = time.Minute }, wantErr: "--cleanup-job-ttl"},
 		{name: "bad lease timings", mutate: func(o *MasterOptions) { o.RenewDeadline = time.Minute }, wantErr: "lease duration"},
 		{name: "unknown replaced machine policy", mutate: func(o *MasterOptions) { o.ReplacedMachinePolicy = "Delete" }, wantErr: "--replaced-machine-policy"},
 		{name: "zero cache sync timeout", mutate: func(o *MasterOptions) { o.CacheSyncTimeout = 0 }, wantErr: "--cache-sync-timeout"},
@@ -80,5 +81,24 @@ func TestWatcherValidate(t *testing.T) {
 				t.Fatalf("want %q, got %v", tc.wantErr, err)
 			}
 		})
+	}
+}
+
+// TestCleanupJobTTLIsAcceptedAndIgnored: manifests that pass
+// --cleanup-job-ttl keep starting the master, whatever the value, since
+// cleanup Jobs no longer have a TTL.
+func TestCleanupJobTTLIsAcceptedAndIgnored(t *testing.T) {
+	o := NewMasterOptions()
+	o.Namespace, o.Image = "lpv", "nodeplug/local-volume-provisioner:dev"
+	fs := pflag.NewFlagSet("master", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--" + FlagCleanupJobTTL + "=1m", "--retry-max=30m"}); err != nil {
+		t.Fatalf("--%s is refused: %v", FlagCleanupJobTTL, err)
+	}
+	if err := o.Validate(); err != nil {
+		t.Errorf("--%s below --retry-max is refused: %v", FlagCleanupJobTTL, err)
+	}
+	if f := fs.Lookup(FlagCleanupJobTTL); f == nil || f.Deprecated == "" {
+		t.Errorf("--%s is not marked deprecated", FlagCleanupJobTTL)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -106,6 +107,49 @@ func (r *runner) ForgetJob(uid types.UID) {
 	defer r.mu.Unlock()
 	delete(r.seenJobs, string(uid))
 	delete(r.seenJobs, string(mismatchKey(uid)))
+	delete(r.seenJobs, string(orphanKey(uid)))
+}
+
+// seen reports whether a key was marked; mark marks it.
+func (r *runner) seen(key types.UID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.seenJobs[string(key)]
+}
+
+func (r *runner) mark(key types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seenJobs[string(key)] = true
+}
+
+func orphanKey(uid types.UID) types.UID { return uid + "/orphan" }
+
+// rememberOrphan records the disk of a cleanup Job whose PV is gone (its
+// finalizer removed by hand and the PV deleted, or dropped while its node
+// was gone) as unwiped, once per Job and master, before the master does
+// anything else with the Job: whatever then ends the Job short of a
+// succeeded wipe (an admin, the deletion of the namespace) leaves the disk
+// remembered, and held when it is seen again. A succeeded wipe forgets it
+// (finishReturnedDisk). A Job without a disk identity cannot be
+// remembered; it stays the lock of its path.
+func (r *runner) rememberOrphan(ctx context.Context, job *batchv1.Job) error {
+	disk := identity.ID(job.Annotations[jobs.AnnDiskID])
+	if disk == "" || disk.Valid() != nil || r.seen(orphanKey(job.UID)) {
+		return nil
+	}
+	// What the memory records of a PV, from the Job that carries it; a
+	// cleanup Job is only ever made for a PV a claim released.
+	pv := &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: job.Annotations[jobs.AnnPVName], Annotations: map[string]string{
+			jobs.AnnDiskID: string(disk), jobs.AnnNode: job.Annotations[jobs.AnnNode], jobs.AnnHostPath: job.Annotations[jobs.AnnHostPath]}},
+		Spec: v1.PersistentVolumeSpec{ClaimRef: &v1.ObjectReference{}},
+	}
+	if err := r.Unwiped.Remember(ctx, pv, "PV deleted before cleanup Job "+job.Name+" wiped its disk"); err != nil {
+		return err
+	}
+	r.mark(orphanKey(job.UID))
+	return nil
 }
 
 // jobPods returns the pods of a Job from the cache.

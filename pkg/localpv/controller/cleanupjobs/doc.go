@@ -7,6 +7,9 @@
 // machine or disk wipes nothing and is handled per the rules; a PV whose
 // node was deleted and did not come back is dropped without a wipe; a held
 // PV (a returned unwiped disk) gets a Job only once an admin asks for the
-// wipe. This role is the only creator of cleanup Jobs. The Jobs are in
+// wipe. Jobs have no TTL: a finished Job stays the lock of its path until
+// this role has acted on its result, and the disk of a Job whose PV is gone
+// is remembered as unwiped before anything else is done with the Job. This
+// role is the only creator and the only deleter of cleanup Jobs. The Jobs are in
 // pkg/localpv/README.md ("Cleanup Job").
 package cleanupjobs

@@ -103,7 +103,7 @@ func newHarness(t *testing.T, objs ...runtime.Object) *harness {
 		return false, nil, nil
 	})
 	h.r = cleanupjobs.New(cleanupjobs.Config{Provisioner: cfg, Kube: h.kube, Volumes: h, Ops: h.ops, Marks: pvstate.New(h.kube.CoreV1(), nil),
-		Params: jobs.Params{Namespace: ns, Image: "lpv:dev", CleanupTTL: 3600},
+		Params: jobs.Params{Namespace: ns, Image: "lpv:dev"},
 		Nodes:  corelisters.NewNodeLister(h.nodes), Pods: corelisters.NewPodLister(h.pods),
 		Unwiped: unwiped.New(h.kube, ns, h.clock), Recorder: h.recorder, Clock: h.clock,
 		RetryBase: 10 * time.Second, RetryMax: time.Minute,

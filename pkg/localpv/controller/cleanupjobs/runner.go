@@ -2,6 +2,7 @@ package cleanupjobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -9,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
@@ -23,6 +25,9 @@ func (r *runner) Sync(ctx context.Context, id string) error {
 	}
 	js, err := r.Volumes.Jobs(id)
 	if err != nil {
+		return err
+	}
+	if err := r.keepUntilActedOn(ctx, js); err != nil {
 		return err
 	}
 	var latest *batchv1.Job
@@ -94,7 +99,10 @@ func (r *runner) stillDirty(ctx context.Context, pv *v1.PersistentVolume) (bool,
 		(live.DeletionTimestamp == nil || slices.Contains(live.Finalizers, jobs.FinalizerPVProtection)), nil
 }
 
-// syncUncleanablePV lets go of PVs that need no wipe and drops stale locks.
+// syncUncleanablePV lets go of PVs that need no wipe and of their finished
+// Jobs: the PV holds its path, and a Job of it kept past the decision not
+// to wipe (its claim reference removed, Retain set) could be taken for the
+// result of a later release.
 func (r *runner) syncUncleanablePV(ctx context.Context, pv *v1.PersistentVolume, js []*batchv1.Job) error {
 	if pv.DeletionTimestamp != nil && (pv.Spec.ClaimRef == nil || pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete) {
 		if err := r.Ops.RemoveFinalizer(ctx, pv); err != nil {
@@ -103,11 +111,31 @@ func (r *runner) syncUncleanablePV(ctx context.Context, pv *v1.PersistentVolume,
 	}
 	var stale []*batchv1.Job
 	for _, j := range js {
-		if finished, _ := jobs.IsFinished(j); finished && j.Annotations[jobs.AnnPVUID] != string(pv.UID) {
+		if finished, _ := jobs.IsFinished(j); finished {
 			stale = append(stale, j)
 		}
 	}
 	return r.releaseJobs(ctx, stale)
+}
+
+// keepUntilActedOn removes the ttlSecondsAfterFinished that older masters
+// set on cleanup Jobs: a finished Job stays the lock of its path until the
+// master has acted on its result, however long no master runs.
+func (r *runner) keepUntilActedOn(ctx context.Context, js []*batchv1.Job) error {
+	var errs []error
+	for _, j := range js {
+		if j.Spec.TTLSecondsAfterFinished == nil || j.DeletionTimestamp != nil {
+			continue
+		}
+		cp := j.DeepCopy()
+		cp.Spec.TTLSecondsAfterFinished = nil
+		if _, err := r.Kube.BatchV1().Jobs(j.Namespace).Update(ctx, cp, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("failed to remove the TTL of cleanup Job %s: %w", j.Name, err))
+			continue
+		}
+		klog.FromContext(ctx).V(2).Info("Removed the TTL of a cleanup Job", "job", klog.KObj(j))
+	}
+	return errors.Join(errs...)
 }
 
 // syncOrphanCleanup handles cleanup Jobs whose PV is gone: they keep running
@@ -117,7 +145,13 @@ func (r *runner) syncOrphanCleanup(ctx context.Context, id string, latest *batch
 	if latest == nil {
 		return nil
 	}
-	switch finished, succeeded := jobs.IsFinished(latest); {
+	finished, succeeded := jobs.IsFinished(latest)
+	if !succeeded {
+		if err := r.rememberOrphan(ctx, latest); err != nil {
+			return err
+		}
+	}
+	switch {
 	case !finished:
 		return nil
 	case succeeded:

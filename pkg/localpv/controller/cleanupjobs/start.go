@@ -188,8 +188,8 @@ func (r *runner) retryUnidentified(ctx context.Context, obj runtime.Object, fail
 	if !ok {
 		if r.mismatchSeen(failed) {
 			r.Recorder.Eventf(failed, v1.EventTypeWarning, "CleanupRefused", "Cleanup Job %s records no disk identity and its PV is gone, so no retry "+
-				"can prove which disk it wipes; the Job stays as the lock of %s: wipe the disk yourself, then remove the Job's %s finalizer",
-				failed.Name, failed.Annotations[jobs.AnnHostPath], jobs.FinalizerCleanupLock)
+				"can prove which disk it wipes; the Job stays as the lock of %s on node %s: wipe the disk yourself, then delete the Job",
+				failed.Name, failed.Annotations[jobs.AnnHostPath], failed.Annotations[jobs.AnnNode])
 		}
 		return nil
 	}
