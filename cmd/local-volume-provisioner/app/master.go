@@ -175,7 +175,7 @@ func runController(ctx context.Context, o *options.MasterOptions, cfg *config.Co
 	// One memory of unwiped disks for the master and the release of claims
 	// on deleted nodes.
 	memory := unwiped.New(unwiped.Options{Disks: dyn.Resource(v1alpha1.UnwipedDiskGroupVersionResource), Kube: kube,
-		Namespace: o.Namespace, Provisioner: o.ProvisionerName})
+		Namespace: o.Namespace, Provisioner: o.ProvisionerName, Recorder: recorder})
 	c, err := controller.New(ctx, kube, inf, recorder, controller.Options{
 		Config: cfg, ProvisionerName: o.ProvisionerName, DiscoveryQPS: o.DiscoveryQPS, DiscoveryBurst: o.DiscoveryBurst,
 		RetryBase: o.RetryBase, RetryMax: o.RetryMax, ReplacedMachinePolicy: o.ReplacedMachinePolicy, AdmissionPolicyName: o.AdmissionPolicy, Notifications: dyn.Resource(v1alpha1.SchemeGroupVersionResource),

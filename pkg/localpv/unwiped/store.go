@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -89,6 +90,8 @@ type Options struct {
 	Namespace, Provisioner string
 	// Clock is the time source; nil means the real clock.
 	Clock clock.PassiveClock
+	// Recorder, when set, gets an Event on an entry someone deleted.
+	Recorder record.EventRecorder
 }
 
 type store struct {
@@ -178,8 +181,15 @@ func parse(u *unstructured.Unstructured) (Disk, error) {
 		Reason: sp.Reason, Installation: sp.Installation.Namespace}, nil
 }
 
-// noteDeletion logs, once per entry and master, that someone asked to
-// delete a remembered disk: the finalizer keeps it, and it still counts.
+// deletionHeld says what a deletion of an entry does, and how to forget a
+// disk on purpose.
+const deletionHeld = "Someone deleted a remembered unwiped disk; it is still remembered, and held when it returns. " +
+	"To forget it on purpose, set the admin-action annotation on its held PV (wipe or keep), or remove its finalizer " +
+	"knowing that its tenant's data may then be published"
+
+// noteDeletion logs, and puts an Event on the entry, once per entry and
+// master, that someone asked to delete a remembered disk: the finalizer
+// keeps it, and it still counts.
 func (s *store) noteDeletion(ctx context.Context, u *unstructured.Unstructured) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -187,9 +197,11 @@ func (s *store) noteDeletion(ctx context.Context, u *unstructured.Unstructured) 
 		return
 	}
 	s.deleting[u.GetName()] = true
-	klog.FromContext(ctx).Info("Someone deleted a remembered unwiped disk; it is still remembered, and held when it returns. "+
-		"To forget it on purpose, set the admin-action annotation on its held PV (wipe or keep), or remove its finalizer "+
-		"knowing that its tenant's data may then be published", "unwipedDisk", u.GetName(), "finalizer", v1alpha1.UnwipedDiskFinalizer)
+	klog.FromContext(ctx).Info(deletionHeld, "unwipedDisk", u.GetName(), "finalizer", v1alpha1.UnwipedDiskFinalizer)
+	if s.Recorder != nil {
+		s.Recorder.Eventf(u, v1.EventTypeWarning, "UnwipedDiskDeletionHeld", "%s (finalizer %s)", deletionHeld,
+			v1alpha1.UnwipedDiskFinalizer)
+	}
 }
 
 func (s *store) Remember(ctx context.Context, pv *v1.PersistentVolume, reason string) error {

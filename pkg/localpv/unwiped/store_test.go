@@ -3,6 +3,7 @@ package unwiped_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/nodeplug/localpv-api/localpv/v1alpha1"
@@ -152,7 +154,10 @@ func TestMemoryIsSharedByInstallations(t *testing.T) {
 // TestDeletedEntryIsRemembered (review L1 b): an entry someone deleted
 // waits on its finalizer and still counts; only Forget lets it go.
 func TestDeletedEntryIsRemembered(t *testing.T) {
-	s, dyn := newStore(t, "lpv")
+	dyn := unwipedtest.Client()
+	recorder := record.NewFakeRecorder(10)
+	s := unwiped.New(unwiped.Options{Disks: dyn.Resource(v1alpha1.UnwipedDiskGroupVersionResource), Kube: fake.NewClientset(),
+		Namespace: "lpv", Recorder: recorder})
 	pv := releasedPV("a", "n1", identity.WWN("naa.1"), true)
 	if err := s.Remember(t.Context(), pv, "test"); err != nil {
 		t.Fatal(err)
@@ -168,8 +173,15 @@ func TestDeletedEntryIsRemembered(t *testing.T) {
 	if _, err := client.Update(t.Context(), u, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.Load(t.Context()); err != nil || got[key].PV != "a" {
-		t.Fatalf("entries %v (%v): the deleted entry does not count", got, err)
+	for range 2 {
+		if got, err := s.Load(t.Context()); err != nil || got[key].PV != "a" {
+			t.Fatalf("entries %v (%v): the deleted entry does not count", got, err)
+		}
+	}
+	if n := len(recorder.Events); n != 1 {
+		t.Errorf("%d Events on the deleted entry, want one", n)
+	} else if ev := <-recorder.Events; !strings.Contains(ev, "UnwipedDiskDeletionHeld") {
+		t.Errorf("Event %q", ev)
 	}
 	if err := s.Forget(t.Context(), key); err != nil {
 		t.Fatal(err)
