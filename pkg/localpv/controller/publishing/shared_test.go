@@ -107,7 +107,8 @@ func TestUnwipedUnderLegacyIdentity(t *testing.T) {
 	}
 	for _, tc := range []publishCase{
 		{name: "on its node it is held for an admin", vols: map[string]identity.ID{"vol1": now}, class: fastClass(mine),
-			extra: remembered("a"), wantEvent: "DiskHeld",
+			// The DiskHeld Event names who remembered it.
+			extra: remembered("a"), wantEvent: "remembered by the installation in namespace lpv as UnwipedDisk disk-",
 			wantPVs: []string{naming.PVNameForID(naming.MachineVolumeID("a", "/mnt/fast/vol1", "m1", "u1"))}},
 		// The same disk under a second path (a bind mount, a second class)
 		// is held once: an admin's keep on two held PVs would publish it
