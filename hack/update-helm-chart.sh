@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Refreshes the chart's copies of the CRD and the admission policy
+# Refreshes the chart's copies of the CRDs and the admission policy
 # (deploy/helm/local-volume-provisioner/files) from
 # deploy/local-volume-provisioner, and tidies the chart's Go module, whose
 # go.mod follows the root module's (it replaces it with the repository, so
@@ -12,7 +12,7 @@ cd "${NODEPLUG_ROOT}"
 
 mkdir -p "${NP_HELM_CHART_DIR}/files"
 for f in "${NP_HELM_CHART_COPIES[@]}"; do
-  cp "${NP_HELM_CHART_SOURCE}/${f}" "${NP_HELM_CHART_DIR}/files/${f}"
+  cp "${NP_HELM_CHART_SOURCE}/${f}" "${NP_HELM_CHART_DIR}/files/$(np::helm_chart::copy_name "${f}")"
 done
 for dir in "${NP_HELM_MODULES[@]}"; do
   go -C "${dir}" mod tidy

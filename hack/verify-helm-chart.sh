@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks that the chart's copies of the CRD and the admission policy are
+# Checks that the chart's copies of the CRDs and the admission policy are
 # those of deploy/local-volume-provisioner (hack/update-helm-chart.sh makes
 # them), that the chart holds no other file the update does not make, and
 # that the chart's Go module is tidy (its go.mod follows the root's pin).
@@ -9,15 +9,18 @@ source "${NODEPLUG_ROOT}/hack/lib/helm-chart.sh"
 cd "${NODEPLUG_ROOT}"
 
 rc=0
+copies=()
 for f in "${NP_HELM_CHART_COPIES[@]}"; do
-  if ! diff -u "${NP_HELM_CHART_SOURCE}/${f}" "${NP_HELM_CHART_DIR}/files/${f}"; then
-    np::warn "${NP_HELM_CHART_DIR}/files/${f} differs from ${NP_HELM_CHART_SOURCE}/${f}"
+  copy=$(np::helm_chart::copy_name "${f}")
+  copies+=("${copy}")
+  if ! diff -u "${NP_HELM_CHART_SOURCE}/${f}" "${NP_HELM_CHART_DIR}/files/${copy}"; then
+    np::warn "${NP_HELM_CHART_DIR}/files/${copy} differs from ${NP_HELM_CHART_SOURCE}/${f}"
     rc=1
   fi
 done
 for f in "${NP_HELM_CHART_DIR}"/files/*; do
   name=$(basename "${f}")
-  if [[ " ${NP_HELM_CHART_COPIES[*]} " != *" ${name} "* ]]; then
+  if [[ " ${copies[*]} " != *" ${name} "* ]]; then
     np::warn "${f} is not made by hack/update-helm-chart.sh"
     rc=1
   fi

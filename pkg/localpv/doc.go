@@ -16,7 +16,7 @@
 //     subpackages (discoveryjobs, publishing, cleanupjobs, machine, blockedclaims, inventory, and
 //     pvops, their shared PV writes)
 //   - nodecleanup: the master's release of the claims of PVs whose Node was deleted, per class, after a delay
-//   - unwiped: the master's memory of the disks dropped without a wipe, wiped before they are published again
+//   - unwiped: the memory of the disks dropped without a wipe, shared by every installation (UnwipedDisks); such a disk is held when it returns
 //   - watcher: the per-node DaemonSet that writes the node's NodeDiskState when its directories change
 //   - metrics: the Prometheus metrics of the master and the watcher (nodeplug_local_volume_provisioner_*)
 //   - testutil: test helpers that create real tmpfs mounts and loop devices

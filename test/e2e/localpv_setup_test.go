@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
 	"github.com/nodeplug/nodeplug/test/e2e/framework"
 )
 
@@ -112,6 +111,10 @@ func (d *lpvDisks) teardown() {
 	_ = os.RemoveAll(d.host(d.base))
 }
 
+// unwipedMemoryManifest is the CRD of the memory of unwiped disks, which
+// ships apart from the provisioner's kustomization.
+const unwipedMemoryManifest = "deploy/local-volume-provisioner/memory/crd.yaml"
+
 // deployLPV applies deploy/local-volume-provisioner with the test's class
 // directories. The master and the watcher reach the apiserver as any pod
 // does, through the kubernetes Service (kube-proxy runs in the local
@@ -156,6 +159,11 @@ func lpvManifestDocs(t testing.TB) []string {
 func applyLPV(ctx context.Context, t testing.TB, c *framework.Cluster, file string) {
 	t.Helper()
 	t.Cleanup(func() { undeployLPV(t, c, file) })
+	// The memory of unwiped disks first, as the install docs say; it is
+	// never deleted (undeployLPV forgets its entries instead).
+	if _, err := c.Kubectl(ctx, "apply", "--server-side", "-f", "../../"+unwipedMemoryManifest); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := c.Kubectl(ctx, "apply", "--server-side", "-f", file); err != nil {
 		t.Fatal(err)
 	}
@@ -181,9 +189,6 @@ func patchLPVDoc(t testing.TB, doc string, d *lpvDisks, extra map[string]string)
 	case "ConfigMap":
 		cm := &corev1.ConfigMap{}
 		mustUnmarshal(t, doc, cm)
-		if cm.Name == unwiped.ConfigMapName {
-			return doc // the memory of unwiped disks ships empty
-		}
 		cm.Data["storageClassMap"] = fmt.Sprintf(`%s:
   hostDir: %s
   mountDir: /mnt/fast-disks
@@ -265,7 +270,9 @@ func undeployLPV(t testing.TB, c *framework.Cluster, file string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	_, _ = c.Kubectl(ctx, "-n", lpvNamespace, "delete", "deployment,daemonset", "--all", "--wait", "--timeout=60s")
-	for _, kind := range []string{"pv", "jobs"} {
+	// The memory of unwiped disks outlives an installation by design; the
+	// next test starts with an empty one.
+	for _, kind := range []string{"pv", "jobs", "unwipeddisks"} {
 		args := []string{"get", kind, "-l", lpvManagedBy, "-o", "name"}
 		if kind == "jobs" {
 			args = append(args, "-n", lpvNamespace)

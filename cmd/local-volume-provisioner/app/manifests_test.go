@@ -25,6 +25,27 @@ import (
 
 const deployDir = "../../../deploy/local-volume-provisioner"
 
+// TestMemoryShipsApart: the UnwipedDisk CRD ships in its own directory,
+// which the provisioner's kustomization does not list, so that deleting an
+// installation keeps every installation's memory of unwiped disks.
+func TestMemoryShipsApart(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(deployDir, "memory", "crd.yaml"))
+	if err != nil || !bytes.Equal(b, crd.UnwipedDisksYAML) {
+		t.Errorf("memory/crd.yaml differs from the UnwipedDisk CRD in the localpv-api module (%v)", err)
+	}
+	k, err := os.ReadFile(filepath.Join(deployDir, "memory", "kustomization.yaml"))
+	if err != nil || !bytes.Contains(k, []byte("- crd.yaml")) {
+		t.Errorf("memory/kustomization.yaml does not list crd.yaml (%v)", err)
+	}
+	main, err := os.ReadFile(filepath.Join(deployDir, "kustomization.yaml"))
+	if err != nil || bytes.Contains(main, []byte("memory")) {
+		t.Errorf("the provisioner's kustomization lists the memory, which its deletion would then delete (%v)", err)
+	}
+	if unwiped.CRDManifest != "deploy/local-volume-provisioner/memory/crd.yaml" {
+		t.Errorf("unwiped.CRDManifest = %s", unwiped.CRDManifest)
+	}
+}
+
 // loadManifests decodes every document of the deploy directory.
 func loadManifests(t *testing.T) []runtime.Object {
 	t.Helper()
@@ -77,10 +98,8 @@ func TestManifests(t *testing.T) {
 				t.Error("namespace has no Pod Security label")
 			}
 		case *v1.ConfigMap:
-			if o.Name == unwiped.ConfigMapName {
-				if len(o.Data) != 0 {
-					t.Errorf("the memory of unwiped disks must ship empty: %v", o.Data)
-				}
+			if o.Name == unwiped.LegacyConfigMapName {
+				t.Errorf("the manifests ship the legacy memory of unwiped disks, ConfigMap %s", o.Name)
 				continue
 			}
 			var err error

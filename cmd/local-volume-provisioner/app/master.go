@@ -172,10 +172,14 @@ func runController(ctx context.Context, o *options.MasterOptions, cfg *config.Co
 	if o.ReplacedMachinePolicy == controller.ReplacedMachineBlockPods {
 		inf.AdmissionPolicies = policy.Admissionregistration().V1().ValidatingAdmissionPolicies()
 	}
+	// One memory of unwiped disks for the master and the release of claims
+	// on deleted nodes.
+	memory := unwiped.New(unwiped.Options{Disks: dyn.Resource(v1alpha1.UnwipedDiskGroupVersionResource), Kube: kube,
+		Namespace: o.Namespace, Provisioner: o.ProvisionerName, Recorder: recorder})
 	c, err := controller.New(ctx, kube, inf, recorder, controller.Options{
 		Config: cfg, ProvisionerName: o.ProvisionerName, DiscoveryQPS: o.DiscoveryQPS, DiscoveryBurst: o.DiscoveryBurst,
 		RetryBase: o.RetryBase, RetryMax: o.RetryMax, ReplacedMachinePolicy: o.ReplacedMachinePolicy, AdmissionPolicyName: o.AdmissionPolicy, Notifications: dyn.Resource(v1alpha1.SchemeGroupVersionResource),
-		CacheSyncTimeout: o.CacheSyncTimeout, UnwipedRetention: o.UnwipedRetention,
+		CacheSyncTimeout: o.CacheSyncTimeout, Unwiped: memory, UnwipedRetention: o.UnwipedRetention,
 		Jobs: jobs.Params{Namespace: o.Namespace, Image: o.Image, ImagePullPolicy: v1.PullPolicy(o.ImagePullPolicy),
 			DiscoveryShards: o.DiscoveryShards, DiscoveryTTL: int32(o.DiscoveryTTL.Seconds()),
 			DiscoveryDeadline: int64(o.DiscoveryDeadline.Seconds()), CleanupDeadline: int64(o.CleanupDeadline.Seconds()),
@@ -189,7 +193,7 @@ func runController(ctx context.Context, o *options.MasterOptions, cfg *config.Co
 	// The release of claims on deleted nodes shares the master's Node and
 	// PV caches, and its leadership.
 	nc, err := nodecleanup.New(ctx, kube, inf.Nodes, inf.PVs, recorder, nodecleanup.Options{Config: cfg,
-		ProvisionerName: o.ProvisionerName, Unwiped: unwiped.New(kube, o.Namespace, nil)})
+		ProvisionerName: o.ProvisionerName, Unwiped: memory})
 	if err != nil {
 		return err
 	}

@@ -16,19 +16,17 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 
-	"github.com/nodeplug/localpv-api/localpv/v1alpha1"
 	"github.com/nodeplug/nodeplug/cmd/local-volume-provisioner/app/options"
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
-	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
+	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped/unwipedtest"
 )
 
 // TestRunControllerWiring starts the real informer wiring against fake
@@ -112,12 +110,11 @@ func startController(t *testing.T, opt func(*options.MasterOptions), kubeOpts ..
 		t.Fatal(err)
 	}
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{v1.LabelHostname: "a"}}}
-	kube := fake.NewClientset(node, unwiped.EmptyConfigMap("lpv"))
+	kube := fake.NewClientset(node)
 	for _, f := range kubeOpts {
 		f(kube)
 	}
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{v1alpha1.SchemeGroupVersionResource: v1alpha1.ListKind})
+	dyn := unwipedtest.Client()
 	o := options.NewMasterOptions()
 	o.Namespace, o.Image = "lpv", "nodeplug/local-volume-provisioner:dev"
 	opt(o)

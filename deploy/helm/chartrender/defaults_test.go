@@ -28,7 +28,7 @@ func TestDefaultsMatchKustomize(t *testing.T) {
 		{name: "master RoleBinding", kind: "RoleBinding", object: "local-volume-provisioner-master", field: []string{"subjects"}},
 		{name: "watcher ClusterRole", kind: "ClusterRole", object: "local-volume-provisioner-watcher", field: []string{"rules"}},
 		{name: "watcher ClusterRoleBinding", kind: "ClusterRoleBinding", object: "local-volume-provisioner-watcher", field: []string{"subjects"}},
-		{name: "memory of unwiped disks", kind: "ConfigMap", object: "local-volume-provisioner-unwiped-disks", field: []string{"data"}},
+		{name: "memory of unwiped disks", kind: "CustomResourceDefinition", object: "unwipeddisks.localpv.nodeplug.io", field: []string{"spec"}},
 		{name: "fast StorageClass", kind: "StorageClass", object: "local-fast", field: []string{"reclaimPolicy"}},
 		{name: "block StorageClass binding mode", kind: "StorageClass", object: "local-block", field: []string{"volumeBindingMode"}},
 		{name: "master pod security", kind: "Deployment", object: "local-volume-provisioner-master", field: []string{"spec", "template", "spec", "securityContext"}},
@@ -131,4 +131,29 @@ func field(obj map[string]any, path []string) any {
 		cur = m[p]
 	}
 	return cur
+}
+
+// TestCRDsAreKept: helm uninstall keeps both CRDs: the NodeDiskStates
+// (every node's inventory) and the memory of unwiped disks, which every
+// installation in the cluster shares; the chart ships no ConfigMap memory.
+func TestCRDsAreKept(t *testing.T) {
+	r := render(t, testRelease, testNS, nil)
+	for _, name := range []string{"nodediskstates.localpv.nodeplug.io", "unwipeddisks.localpv.nodeplug.io"} {
+		t.Run(name, func(t *testing.T) {
+			for _, o := range r.objs {
+				if o.GetKind() == "CustomResourceDefinition" && o.GetName() == name {
+					if got := o.GetAnnotations()["helm.sh/resource-policy"]; got != "keep" {
+						t.Errorf("resource policy %q, want keep", got)
+					}
+					return
+				}
+			}
+			t.Errorf("no CRD %s in the chart; have %v", name, r.names())
+		})
+	}
+	for _, o := range r.objs {
+		if o.GetKind() == "ConfigMap" && o.GetName() == "local-volume-provisioner-unwiped-disks" {
+			t.Error("the chart ships the legacy memory of unwiped disks")
+		}
+	}
 }

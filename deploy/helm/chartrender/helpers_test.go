@@ -102,7 +102,12 @@ func kustomizeObject(t *testing.T, kind, name string) *unstructured.Unstructured
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range files {
+	// The memory of unwiped disks ships apart, in memory/.
+	memory, err := filepath.Glob(filepath.Join(kustomizeDir, "memory", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range append(files, memory...) {
 		raw, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

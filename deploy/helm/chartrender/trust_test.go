@@ -112,14 +112,24 @@ func TestMasterRightsFollowClasses(t *testing.T) {
 			if allows("persistentvolumeclaims/status", "patch") == nil {
 				t.Error("patch persistentvolumeclaims/status not allowed: replaced disks and machines cannot mark their claims DataLoss")
 			}
+			// The memory of unwiped disks, shared by every installation:
+			// remember (create), hold (list), forget (update, delete).
+			for _, verb := range []string{"get", "list", "create", "update", "delete"} {
+				if got := allows("unwipeddisks", verb); !slices.Equal(got, []string{"*"}) {
+					t.Errorf("%s unwipeddisks allowed on %v, want every entry", verb, got)
+				}
+			}
 			if got := allows("storageclasses", "patch"); !slices.Equal(got, tc.wantPatch) {
 				t.Errorf("storageclasses patch on %v, want %v", got, tc.wantPatch)
 			}
 			ns := &rbacv1.Role{}
 			r.get("Role", "local-volume-provisioner-master", ns)
 			for _, rule := range ns.Rules {
-				if slices.Contains(rule.Resources, "configmaps") && !slices.Equal(rule.ResourceNames, []string{"local-volume-provisioner-unwiped-disks"}) {
-					t.Errorf("ConfigMap rights beyond the memory of unwiped disks: %v", rule)
+				// Only the legacy memory of unwiped disks, which the master
+				// moves into UnwipedDisks and then deletes.
+				if slices.Contains(rule.Resources, "configmaps") && (!slices.Equal(rule.ResourceNames, []string{"local-volume-provisioner-unwiped-disks"}) ||
+					!slices.Equal(rule.Verbs, []string{"get", "delete"})) {
+					t.Errorf("ConfigMap rights beyond reading and deleting the legacy memory of unwiped disks: %v", rule)
 				}
 			}
 		})

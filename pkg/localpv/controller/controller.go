@@ -79,6 +79,9 @@ type Options struct {
 	// it logs the cache and reports it in Ready; it keeps waiting. Zero
 	// means DefaultCacheSyncTimeout.
 	CacheSyncTimeout time.Duration
+	// Unwiped is the memory of unwiped disks (package unwiped), shared by
+	// every installation. Required.
+	Unwiped unwiped.Store
 	// UnwipedRetention is how long a disk remembered as unwiped is kept
 	// once its node left the cluster (no Node, no NodeDiskState); zero
 	// keeps it until it is wiped.
@@ -149,6 +152,9 @@ func newController(ctx context.Context, kube kubernetes.Interface, inf Informers
 	if opts.Config == nil {
 		return nil, fmt.Errorf("no configuration")
 	}
+	if opts.Unwiped == nil {
+		return nil, fmt.Errorf("no memory of unwiped disks")
+	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
@@ -184,7 +190,7 @@ func newController(ctx context.Context, kube kubernetes.Interface, inf Informers
 		kube: kube, recorder: recorder, opts: opts, cfg: opts.Config, clock: opts.Clock,
 		nodeLister: inf.Nodes.Lister(), pvLister: inf.PVs.Lister(), pvIndexer: inf.PVs.Informer().GetIndexer(),
 		scLister: inf.StorageClasses.Lister(), jobLister: inf.Jobs.Lister(), jobIndexer: inf.Jobs.Informer().GetIndexer(),
-		podLister: inf.Pods.Lister(), unwiped: unwiped.New(kube, opts.Jobs.Namespace, opts.Clock), notifications: inf.Notifications.GetStore(),
+		podLister: inf.Pods.Lister(), unwiped: opts.Unwiped, notifications: inf.Notifications.GetStore(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, opts.RetryMax),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "local_volume_provisioner", Clock: opts.Clock}),

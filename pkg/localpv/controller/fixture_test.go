@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
@@ -33,7 +32,7 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
-	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
+	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped/unwipedtest"
 )
 
 const (
@@ -85,7 +84,7 @@ func newFixtureWith(t *testing.T, tweak func(*Options, *Informers), extraConfig 
 		t.Fatal(err)
 	}
 	objs = append(objs, blockedclaimstest.Policy())
-	f := &fixture{t: t, kube: fake.NewClientset(append(objs, unwiped.EmptyConfigMap(testNS))...), clock: testingclock.NewFakeClock(start), cfg: cfg,
+	f := &fixture{t: t, kube: fake.NewClientset(objs...), clock: testingclock.NewFakeClock(start), cfg: cfg,
 		recorder: record.NewFakeRecorder(1000), tweak: tweak}
 	f.kube.PrependReactor("create", "*", f.stampCreate)
 	f.restart()
@@ -97,8 +96,7 @@ func (f *fixture) restart() {
 	f.t.Helper()
 	f.factory = informers.NewSharedInformerFactory(f.kube, 0)
 	if f.dyn == nil {
-		f.dyn = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-			map[schema.GroupVersionResource]string{v1alpha1.SchemeGroupVersionResource: v1alpha1.ListKind})
+		f.dyn = unwipedtest.Client()
 	}
 	nf := dynamicinformer.NewDynamicSharedInformerFactory(f.dyn, 0)
 	f.notif = &nf
@@ -110,7 +108,7 @@ func (f *fixture) restart() {
 	opts := Options{
 		Config: f.cfg, ProvisionerName: "nodeplug.io/local-volume-provisioner", Clock: f.clock,
 		RetryBase: 10 * time.Second, RetryMax: 5 * time.Minute, DiscoveryQPS: 1000, DiscoveryBurst: 1000,
-		Notifications: f.dyn.Resource(v1alpha1.SchemeGroupVersionResource),
+		Notifications: f.dyn.Resource(v1alpha1.SchemeGroupVersionResource), Unwiped: unwipedtest.Store(f.dyn, f.kube, testNS, f.clock),
 		Jobs: jobs.Params{Namespace: testNS, Image: "nodeplug/local-volume-provisioner:dev", ImagePullPolicy: v1.PullIfNotPresent,
 			DiscoveryShards: 2, DiscoveryTTL: 300},
 	}

@@ -7,9 +7,15 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	core "k8s.io/client-go/testing"
 	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/klog/v2/ktesting"
+
+	"github.com/nodeplug/localpv-api/localpv/v1alpha1"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvstate"
@@ -61,13 +67,13 @@ func dropUnwiped(f *fixture, drop string) string {
 
 func (f *fixture) unwipedKeys() []string {
 	f.t.Helper()
-	cm, err := f.kube.CoreV1().ConfigMaps(testNS).Get(f.t.Context(), unwiped.ConfigMapName, metav1.GetOptions{})
+	l, err := f.dyn.Resource(v1alpha1.UnwipedDiskGroupVersionResource).List(f.t.Context(), metav1.ListOptions{})
 	if err != nil {
 		return nil
 	}
 	var keys []string
-	for k := range cm.Data {
-		keys = append(keys, k)
+	for _, u := range l.Items {
+		keys = append(keys, u.GetName())
 	}
 	return keys
 }
@@ -285,24 +291,32 @@ func TestDroppedDiskIsRememberedBeforeItsPVGoes(t *testing.T) {
 }
 
 // TestMasterFailsClosedWithoutMemory (review L1 b): while the memory of
-// unwiped disks is missing or holds an entry that does not parse, the
-// master neither publishes nor drops a PV, and Ready says why; once the
-// memory is restored it carries on.
+// unwiped disks is not served (its CRD deleted) or holds an entry that
+// does not parse, the master neither publishes nor drops a PV, and Ready
+// says why; once the memory is restored it carries on.
 func TestMasterFailsClosedWithoutMemory(t *testing.T) {
 	tests := []struct {
 		name    string
-		breakIt func(f *fixture)
+		breakIt func(f *fixture) (restore func())
 	}{
-		{name: "memory deleted", breakIt: func(f *fixture) {
-			if err := f.kube.CoreV1().ConfigMaps(testNS).Delete(f.t.Context(), unwiped.ConfigMapName, metav1.DeleteOptions{}); err != nil {
+		{name: "memory not served", breakIt: func(f *fixture) func() {
+			saved := f.dyn.ReactionChain
+			f.dyn.PrependReactor("*", v1alpha1.UnwipedDiskResource, func(core.Action) (bool, runtime.Object, error) {
+				return true, nil, apierrors.NewNotFound(v1alpha1.UnwipedDiskGroupVersionResource.GroupResource(), "")
+			})
+			return func() { f.dyn.ReactionChain = saved }
+		}},
+		{name: "entry edited into garbage", breakIt: func(f *fixture) func() {
+			disks := f.dyn.Resource(v1alpha1.UnwipedDiskGroupVersionResource)
+			u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": v1alpha1.SchemeGroupVersion.String(),
+				"kind": v1alpha1.UnwipedDiskKind, "metadata": map[string]any{"name": "disk-x"}, "spec": map[string]any{"diskID": "{"}}}
+			if _, err := disks.Create(f.t.Context(), u, metav1.CreateOptions{}); err != nil {
 				f.t.Fatal(err)
 			}
-		}},
-		{name: "entry edited into garbage", breakIt: func(f *fixture) {
-			cm := unwiped.EmptyConfigMap(testNS)
-			cm.Data["disk-x"] = "{"
-			if _, err := f.kube.CoreV1().ConfigMaps(testNS).Update(f.t.Context(), cm, metav1.UpdateOptions{}); err != nil {
-				f.t.Fatal(err)
+			return func() {
+				if err := disks.Delete(f.t.Context(), "disk-x", metav1.DeleteOptions{}); err != nil {
+					f.t.Fatal(err)
+				}
 			}
 		}},
 	}
@@ -323,7 +337,7 @@ func TestMasterFailsClosedWithoutMemory(t *testing.T) {
 				t.Fatal(err)
 			}
 			f.setPhase(name, v1.VolumeReleased, false)
-			tc.breakIt(f)
+			restore := tc.breakIt(f)
 			f.clock.Step(memoryCheckInterval)
 			_, ctx := ktesting.NewTestContext(t)
 			for _, key := range []string{nodeKey("b"), volKey(id)} {
@@ -339,12 +353,7 @@ func TestMasterFailsClosedWithoutMemory(t *testing.T) {
 			if err := f.c.memoryErr(); err == nil {
 				t.Error("Ready while the memory is broken")
 			}
-			if _, err := f.kube.CoreV1().ConfigMaps(testNS).Get(t.Context(), unwiped.ConfigMapName, metav1.GetOptions{}); err == nil {
-				_ = f.kube.CoreV1().ConfigMaps(testNS).Delete(t.Context(), unwiped.ConfigMapName, metav1.DeleteOptions{})
-			}
-			if _, err := f.kube.CoreV1().ConfigMaps(testNS).Create(t.Context(), unwiped.EmptyConfigMap(testNS), metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
+			restore()
 			f.sync(volKey(id))
 			if f.pv(name) != nil || len(f.rememberedDisks()) != 1 {
 				t.Errorf("after the memory was restored: PV kept %t, remembered %v", f.pv(name) != nil, f.rememberedDisks())

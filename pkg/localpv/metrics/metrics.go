@@ -132,15 +132,15 @@ var (
 		Help: "Returned disks of PersistentVolumes dropped without a wipe, held (neither published nor wiped) until an admin wipes or keeps them.", StabilityLevel: metrics.ALPHA,
 	})
 	// UnwipedMemory is the number of disks the memory of unwiped disks
-	// holds, and UnwipedMemoryBytes the size of its ConfigMap's data, which
-	// is bounded (package unwiped, MaxBytes).
+	// holds (the UnwipedDisks of every installation), and
+	// UnwipedMemoryLimit its bound (package unwiped, MaxEntries).
 	UnwipedMemory = metrics.NewGauge(&metrics.GaugeOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "unwiped_disks",
 		Help: "Disks remembered as unwiped: each is held for an admin when it returns.", StabilityLevel: metrics.ALPHA,
 	})
-	UnwipedMemoryBytes = metrics.NewGauge(&metrics.GaugeOpts{
-		Namespace: namespace, Subsystem: subsystem, Name: "unwiped_disks_bytes",
-		Help: "Bytes of the memory of unwiped disks; at its bound new disks are not dropped but kept with their PVs.", StabilityLevel: metrics.ALPHA,
+	UnwipedMemoryLimit = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "unwiped_disks_limit",
+		Help: "Most disks the memory of unwiped disks holds; at the bound new disks are not dropped but kept with their PVs.", StabilityLevel: metrics.ALPHA,
 	})
 	// UnwipedExpired counts the remembered disks forgotten unwiped because
 	// their node left the cluster (no Node, no NodeDiskState) longer than
@@ -187,7 +187,7 @@ func Register() {
 			SkippedDisks, InventoryDisks,
 			MachineReplacements, ReplacedMachineVolumes, BlockedClaims,
 			DiskReplacements, DisksKeptAcrossMachines, ClassConflicts, UnwipedDisks, HeldDisks,
-			UnwipedMemory, UnwipedMemoryBytes, UnwipedExpired,
+			UnwipedMemory, UnwipedMemoryLimit, UnwipedExpired,
 			CleanupIdentityMismatches, ClaimsReleased)
 	})
 }

@@ -57,5 +57,5 @@ func TestMetricsConvention(t *testing.T) {
 		JobFailures, JobsCreated, MissingVolumes, WatcherNotifications, SkippedDisks, InventoryDisks,
 		MachineReplacements, ReplacedMachineVolumes, BlockedClaims,
 		CleanupIdentityMismatches, ClaimsReleased, DiskReplacements, DisksKeptAcrossMachines, ClassConflicts, UnwipedDisks,
-		UnwipedMemory, UnwipedMemoryBytes, UnwipedExpired)
+		UnwipedMemory, UnwipedMemoryLimit, UnwipedExpired)
 }

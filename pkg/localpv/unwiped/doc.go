@@ -2,13 +2,26 @@
 // without a wipe (their cleanup found another disk at the path, their
 // machine was replaced, or their node was deleted): a tenant's data is still
 // on them. The master remembers such a disk before it deletes the PV, and
-// wipes the disk, checked against its identity, before it publishes it
-// again, wherever it comes back.
+// holds the disk for an admin, wherever it comes back.
 //
-// The memory is one ConfigMap in the master's namespace, created empty at
-// install; each entry is keyed by the disk's identity (and the node, for a
-// weak identity). A missing memory, or an entry that does not parse, is an
+// The memory is shared by every installation in the cluster: one
+// cluster-scoped UnwipedDisk (localpv.nodeplug.io/v1alpha1) per disk, named
+// by its Key: the disk's identity, and for a weak identity also its node
+// and path (two file systems of one node may report the same weak one).
+// Remembering is one create (AlreadyExists: remembered already). Each
+// object carries the finalizer localpv.nodeplug.io/unwiped-memory, which
+// only Forget removes (the disk was wiped, an admin kept it, or the entry
+// expired); an object someone deleted still counts until then.
+//
+// A memory that cannot be read (the CRD is not served: ErrMissing), or an
+// entry that does not parse or is not named by its disk's key, is an
 // error, never "nothing unwiped": the master then publishes and drops
-// nothing. The data is bounded by MaxBytes, and entries of nodes gone from
-// the cluster expire after a retention (Store.Expire).
+// nothing. The memory is bounded by MaxEntries (ErrFull: the PV is kept),
+// and entries of nodes gone from the cluster expire after a retention
+// (Store.Expire).
+//
+// A master that finds the legacy ConfigMap (LegacyConfigMapName) in its
+// namespace moves every entry into UnwipedDisks, labelled with its old key
+// (LabelLegacyKey, which Forget also accepts), then deletes the ConfigMap;
+// an entry that does not parse moves nothing and fails the master closed.
 package unwiped

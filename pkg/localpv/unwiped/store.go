@@ -4,42 +4,50 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/nodeplug/localpv-api/localpv/v1alpha1"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/metrics"
 )
 
-// ConfigMapName is the ConfigMap, in the master's namespace, that holds
-// the unwiped disks. It is created empty at install (the manifests and the
-// chart ship it); the master never creates it, so that a deleted memory is
-// an error rather than an empty one.
-const ConfigMapName = "local-volume-provisioner-unwiped-disks"
+// CRDManifest is the UnwipedDisk CustomResourceDefinition in the nodeplug
+// repository. It is applied before the provisioner, and not removed with
+// it: `kubectl delete -k deploy/local-volume-provisioner` keeps it.
+const CRDManifest = "deploy/local-volume-provisioner/memory/crd.yaml"
 
-// MaxBytes bounds the memory's data, below the apiserver's 1 MiB object
-// limit: with the names and paths of the shipped manifests an entry takes
-// about 300 bytes, so the bound is about 3,000 disks. A disk that would
-// cross it is not remembered, and its PV is not dropped: it stays, with an
-// error, until entries are wiped, expired or forgotten.
-const MaxBytes = 900 * 1024
+// MaxEntries bounds the memory. Every sync that publishes on a node reads
+// all of it (an object takes about 1 KiB, so 10,000 make a 10 MiB list),
+// and a cluster with more disks dropped unwiped than that needs an admin
+// more than a longer memory. A disk that would cross it is not
+// remembered, and its PV is not dropped: it stays, with an error, until
+// entries are wiped, expired or forgotten. Two masters remembering at once
+// may each add one disk past it.
+const MaxEntries = 10000
 
-// ErrMissing means the memory's ConfigMap is gone: whatever it held is
-// lost, so the master publishes and drops nothing until an admin restores
-// it (docs/local-volume-provisioner.md, "Unwiped disks").
+// ErrMissing means the memory cannot be read as such: the apiserver does
+// not serve UnwipedDisks (their CRD is not installed). Whatever it held is
+// unknown, so the master publishes and drops nothing until an admin
+// restores it (docs/local-volume-provisioner.md, "Unwiped disks").
 var ErrMissing = errors.New("the memory of unwiped disks is missing")
 
-// ErrFull means a disk would take the memory past MaxBytes.
+// ErrFull means a disk would take the memory past MaxEntries.
 var ErrFull = errors.New("the memory of unwiped disks is full")
 
 // Disk is one remembered disk.
@@ -50,19 +58,21 @@ type Disk struct {
 	Path   string      `json:"path"`
 	Since  string      `json:"since"`
 	Reason string      `json:"reason"`
+	// Installation is the namespace of the master that remembered it.
+	Installation string `json:"-"`
 }
 
 // Store remembers unwiped disks. Every error is the caller's reason to
 // publish and drop nothing: a memory that cannot be read, is missing or
 // holds an entry that does not parse never counts as "nothing unwiped".
 type Store interface {
-	// Load returns the remembered disks by key.
+	// Load returns the remembered disks by key, of every installation.
 	Load(ctx context.Context) (map[string]Disk, error)
 	// Remember records the disk of a released PV dropped without a wipe. A
 	// PV without a recorded disk identity, or never claimed, is not
 	// recorded.
 	Remember(ctx context.Context, pv *v1.PersistentVolume, reason string) error
-	// Forget removes an entry once its disk was wiped.
+	// Forget removes an entry once its disk was wiped or an admin kept it.
 	Forget(ctx context.Context, key string) error
 	// Expire forgets the entries older than retention whose node left the
 	// cluster: gone reports a node with neither a Node nor a NodeDiskState.
@@ -70,32 +80,44 @@ type Store interface {
 	Expire(ctx context.Context, retention time.Duration, gone func(node string) bool) ([]string, error)
 }
 
+// Options configure a Store.
+type Options struct {
+	// Disks is the client of UnwipedDisk objects.
+	Disks dynamic.ResourceInterface
+	// Kube reads and deletes the legacy ConfigMap in Namespace.
+	Kube kubernetes.Interface
+	// Namespace and Provisioner name the master's installation.
+	Namespace, Provisioner string
+	// Clock is the time source; nil means the real clock.
+	Clock clock.PassiveClock
+	// Recorder, when set, gets an Event on an entry someone deleted.
+	Recorder record.EventRecorder
+}
+
 type store struct {
-	kube      kubernetes.Interface
-	namespace string
-	clock     clock.PassiveClock
+	Options
+	mu       sync.Mutex
+	migrated bool
+	// deleting are the entries whose deletion was already logged.
+	deleting map[string]bool
 }
 
-// New returns the Store of the master in namespace.
-func New(kube kubernetes.Interface, namespace string, clk clock.PassiveClock) Store {
-	if clk == nil {
-		clk = clock.RealClock{}
+// New returns the Store of a master.
+func New(o Options) Store {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
 	}
-	return &store{kube: kube, namespace: namespace, clock: clk}
+	metrics.UnwipedMemoryLimit.Set(MaxEntries)
+	return &store{Options: o, deleting: map[string]bool{}}
 }
 
-// EmptyConfigMap is the memory as the install creates it.
-func EmptyConfigMap(namespace string) *v1.ConfigMap {
-	return &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: ConfigMapName, Namespace: namespace,
-		Labels: map[string]string{jobs.LabelManagedBy: jobs.ManagedByValue}}, Data: map[string]string{}}
-}
-
-// Key is an entry's key: a strong identity is the same disk on any node, a
-// weak one only on its node.
-func Key(node string, id identity.ID) string {
+// Key is an entry's key, the name of its UnwipedDisk: a strong identity is
+// the same disk on any node and path; a weak one only on its node, at its
+// path (two file systems of one node may report the same weak identity).
+func Key(node, path string, id identity.ID) string {
 	in := string(id)
 	if !id.Strong() {
-		in = node + "\x00" + in
+		in = node + "\x00" + path + "\x00" + in
 	}
 	sum := sha256.Sum256([]byte(in))
 	return "disk-" + hex.EncodeToString(sum[:10])
@@ -103,46 +125,83 @@ func Key(node string, id identity.ID) string {
 
 const sinceLayout = "2006-01-02T15:04:05Z"
 
-func (s *store) get(ctx context.Context) (*v1.ConfigMap, error) {
-	cm, err := s.kube.CoreV1().ConfigMaps(s.namespace).Get(ctx, ConfigMapName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("%w: ConfigMap %s/%s not found; it is created at install, and if it was deleted the disks it "+
-			"remembered are unknown: restore it from a backup, or create it empty once every node's disks were wiped or checked",
-			ErrMissing, s.namespace, ConfigMapName)
+var errNotServed = fmt.Errorf("%w: the apiserver does not serve %s; apply %s (kubectl apply -f %s) before the provisioner, "+
+	"and if it was deleted, the disks it remembered are unknown: restore its objects from a backup, or apply it empty once "+
+	"every node's disks were wiped or checked", ErrMissing, v1alpha1.UnwipedDiskResource+"."+v1alpha1.GroupName, CRDManifest, CRDManifest)
+
+func (s *store) Load(ctx context.Context) (map[string]Disk, error) {
+	if err := s.migrate(ctx); err != nil {
+		return nil, err
 	}
-	if err != nil {
-		return nil, fmt.Errorf("failed to read ConfigMap %s/%s: %w", s.namespace, ConfigMapName, err)
-	}
-	return cm, nil
+	return s.list(ctx)
 }
 
-// parse returns the entries of the memory, or an error naming the first
-// that does not parse: an entry edited into garbage may have been a disk.
-func parse(cm *v1.ConfigMap) (map[string]Disk, error) {
-	out := make(map[string]Disk, len(cm.Data))
-	size := 0
-	for k, raw := range cm.Data {
-		size += len(k) + len(raw)
-		var d Disk
-		if err := json.Unmarshal([]byte(raw), &d); err != nil {
-			return nil, fmt.Errorf("entry %s of ConfigMap %s does not parse: %w", k, ConfigMapName, err)
+// list reads every entry. One that does not parse, or whose name is not
+// the key of its disk, fails it: an entry edited into garbage may have
+// been a disk.
+func (s *store) list(ctx context.Context) (map[string]Disk, error) {
+	l, err := s.Disks.List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, errNotServed
+	}
+	if err != nil {
+		return nil, fmt.Errorf("failed to list the memory of unwiped disks (%s): %w", v1alpha1.UnwipedDiskResource, err)
+	}
+	out := make(map[string]Disk, len(l.Items))
+	for i := range l.Items {
+		u := &l.Items[i]
+		d, err := parse(u)
+		if err != nil {
+			return nil, err
 		}
-		if err := d.ID.Valid(); err != nil || d.ID == "" || Key(d.Node, d.ID) != k {
-			return nil, fmt.Errorf("entry %s of ConfigMap %s has no valid disk identity for its key (%q, node %q)", k, ConfigMapName, d.ID, d.Node)
+		if u.GetDeletionTimestamp() != nil {
+			s.noteDeletion(ctx, u)
 		}
-		out[k] = d
+		out[u.GetName()] = d
 	}
 	metrics.UnwipedMemory.Set(float64(len(out)))
-	metrics.UnwipedMemoryBytes.Set(float64(size))
 	return out, nil
 }
 
-func (s *store) Load(ctx context.Context) (map[string]Disk, error) {
-	cm, err := s.get(ctx)
+func parse(u *unstructured.Unstructured) (Disk, error) {
+	obj, err := v1alpha1.UnwipedDiskFromUnstructured(u)
 	if err != nil {
-		return nil, err
+		return Disk{}, fmt.Errorf("UnwipedDisk %s does not parse: %w", u.GetName(), err)
 	}
-	return parse(cm)
+	if errs := v1alpha1.ValidateUnwipedDisk(obj); len(errs) > 0 {
+		return Disk{}, fmt.Errorf("UnwipedDisk %s is not valid: %w", u.GetName(), errs.ToAggregate())
+	}
+	sp := obj.Spec
+	id := identity.ID(sp.DiskID)
+	if err := id.Valid(); err != nil || Key(sp.Node, sp.Path, id) != obj.Name {
+		return Disk{}, fmt.Errorf("UnwipedDisk %s has no valid disk identity for its name (%q, node %q, path %q)",
+			obj.Name, id, sp.Node, sp.Path)
+	}
+	return Disk{ID: id, PV: sp.PV, Node: sp.Node, Path: sp.Path, Since: sp.Since.UTC().Format(sinceLayout),
+		Reason: sp.Reason, Installation: sp.Installation.Namespace}, nil
+}
+
+// deletionHeld says what a deletion of an entry does, and how to forget a
+// disk on purpose.
+const deletionHeld = "Someone deleted a remembered unwiped disk; it is still remembered, and held when it returns. " +
+	"To forget it on purpose, set the admin-action annotation on its held PV (wipe or keep), or remove its finalizer " +
+	"knowing that its tenant's data may then be published"
+
+// noteDeletion logs, and puts an Event on the entry, once per entry and
+// master, that someone asked to delete a remembered disk: the finalizer
+// keeps it, and it still counts.
+func (s *store) noteDeletion(ctx context.Context, u *unstructured.Unstructured) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.deleting[u.GetName()] {
+		return
+	}
+	s.deleting[u.GetName()] = true
+	klog.FromContext(ctx).Info(deletionHeld, "unwipedDisk", u.GetName(), "finalizer", v1alpha1.UnwipedDiskFinalizer)
+	if s.Recorder != nil {
+		s.Recorder.Eventf(u, v1.EventTypeWarning, "UnwipedDiskDeletionHeld", "%s (finalizer %s)", deletionHeld,
+			v1alpha1.UnwipedDiskFinalizer)
+	}
 }
 
 func (s *store) Remember(ctx context.Context, pv *v1.PersistentVolume, reason string) error {
@@ -150,24 +209,8 @@ func (s *store) Remember(ctx context.Context, pv *v1.PersistentVolume, reason st
 	if id == "" || pv.Spec.ClaimRef == nil {
 		return nil
 	}
-	node := pv.Annotations[jobs.AnnNode]
-	raw, err := json.Marshal(Disk{ID: id, PV: pv.Name, Node: node, Path: pv.Annotations[jobs.AnnHostPath],
-		Since: s.clock.Now().UTC().Format(sinceLayout), Reason: reason})
-	if err != nil {
-		return err
-	}
-	key := Key(node, id)
-	added := false
-	err = s.update(ctx, func(data map[string]string) error {
-		if _, ok := data[key]; ok {
-			return nil // remembered already, since then
-		}
-		if dataSize(data)+len(key)+len(raw) > MaxBytes {
-			return fmt.Errorf("%w: %d bytes of at most %d", ErrFull, dataSize(data), MaxBytes)
-		}
-		data[key], added = string(raw), true
-		return nil
-	})
+	d := Disk{ID: id, PV: pv.Name, Node: pv.Annotations[jobs.AnnNode], Path: pv.Annotations[jobs.AnnHostPath], Reason: reason}
+	added, err := s.add(ctx, d, s.Clock.Now())
 	if err != nil {
 		return fmt.Errorf("failed to remember the unwiped disk of PV %s: %w", pv.Name, err)
 	}
@@ -177,78 +220,57 @@ func (s *store) Remember(ctx context.Context, pv *v1.PersistentVolume, reason st
 	return nil
 }
 
-func dataSize(data map[string]string) int {
-	n := 0
-	for k, v := range data {
-		n += len(k) + len(v)
-	}
-	return n
-}
-
-func (s *store) Forget(ctx context.Context, key string) error {
-	return s.update(ctx, func(data map[string]string) error {
-		delete(data, key)
-		return nil
-	})
-}
-
-func (s *store) Expire(ctx context.Context, retention time.Duration, gone func(node string) bool) ([]string, error) {
-	if retention <= 0 {
-		return nil, nil
-	}
-	var expired []string
-	err := s.update(ctx, func(data map[string]string) error {
-		expired = expired[:0]
-		for k, raw := range data {
-			var d Disk
-			if json.Unmarshal([]byte(raw), &d) != nil {
-				continue // Load reports it
-			}
-			since, err := time.Parse(sinceLayout, d.Since)
-			if err != nil || s.clock.Since(since) < retention || !gone(d.Node) {
-				continue
-			}
-			if d.ID.Strong() {
-				continue // matched on any node: a deleted node's disk may come back in another
-			}
-			delete(data, k)
-			expired = append(expired, k)
-		}
-		return nil
-	})
+// add creates the entry of d unless it exists. The memory is read whole
+// first: a broken one is not written to, and a full one refuses d.
+func (s *store) add(ctx context.Context, d Disk, since time.Time) (bool, error) {
+	all, err := s.Load(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("failed to expire unwiped disks: %w", err)
+		return false, err
 	}
-	metrics.UnwipedExpired.Add(float64(len(expired)))
-	return expired, nil
+	if _, ok := all[Key(d.Node, d.Path, d.ID)]; ok {
+		return false, nil // remembered already, since then
+	}
+	if len(all) >= MaxEntries {
+		return false, fmt.Errorf("%w: %d entries of at most %d", ErrFull, len(all), MaxEntries)
+	}
+	added, err := s.create(ctx, d, since, nil)
+	if added {
+		metrics.UnwipedMemory.Set(float64(len(all) + 1))
+	}
+	return added, err
 }
 
-// update changes the memory's data. A memory that is missing or does not
-// parse is not written: the change would hide the damage.
-func (s *store) update(ctx context.Context, change func(map[string]string) error) error {
-	cms := s.kube.CoreV1().ConfigMaps(s.namespace)
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cm, err := s.get(ctx)
-		if err != nil {
-			return err
+// create creates the entry of d, guarded by the finalizer. It reports
+// false when the entry exists.
+func (s *store) create(ctx context.Context, d Disk, since time.Time, labels map[string]string) (bool, error) {
+	key := Key(d.Node, d.Path, d.ID)
+	labels = maps.Clone(labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[jobs.LabelManagedBy] = jobs.ManagedByValue
+	obj := &v1alpha1.UnwipedDisk{
+		ObjectMeta: metav1.ObjectMeta{Name: key, Finalizers: []string{v1alpha1.UnwipedDiskFinalizer}, Labels: labels},
+		Spec: v1alpha1.UnwipedDiskSpec{DiskID: string(d.ID), PV: d.PV, Node: d.Node, Path: d.Path,
+			Since: metav1.NewTime(since.UTC().Truncate(time.Second)), Reason: truncate(d.Reason, v1alpha1.MaxReasonLength),
+			Installation: v1alpha1.Installation{Namespace: s.Namespace, Provisioner: s.Provisioner}},
+	}
+	u, err := v1alpha1.UnwipedDiskToUnstructured(obj)
+	if err != nil {
+		return false, err
+	}
+	if _, err := s.Disks.Create(ctx, u, metav1.CreateOptions{}); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return false, nil // another master remembered it meanwhile
 		}
-		if _, err := parse(cm); err != nil {
-			return err
-		}
-		cm = cm.DeepCopy()
-		if cm.Data == nil {
-			cm.Data = map[string]string{}
-		}
-		before := len(cm.Data)
-		if err := change(cm.Data); err != nil {
-			return err
-		}
-		if _, err = cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
-			return err
-		}
-		if len(cm.Data) != before {
-			_, _ = parse(cm) // the gauges
-		}
-		return nil
-	})
+		return false, fmt.Errorf("failed to create UnwipedDisk %s: %w", key, err)
+	}
+	return true, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
 }

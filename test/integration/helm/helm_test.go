@@ -30,12 +30,13 @@ const (
 // keptOnUninstall is what helm uninstall leaves by design: the NodeDiskState
 // CRD, which the chart marks helm.sh/resource-policy: keep so that an
 // uninstall does not delete every node's inventory, the APIService the
-// apiserver registers for it, and the memory of unwiped disks, kept the
-// same way so that a reinstall still holds the disks it remembers.
+// apiserver registers for it, and the CRD of the memory of unwiped disks,
+// kept the same way: every installation shares it, and a reinstall still
+// holds the disks it remembers.
 var keptOnUninstall = []string{
 	"customresourcedefinitions.apiextensions.k8s.io /nodediskstates.localpv.nodeplug.io",
+	"customresourcedefinitions.apiextensions.k8s.io /unwipeddisks.localpv.nodeplug.io",
 	"apiservices.apiregistration.k8s.io /v1alpha1.localpv.nodeplug.io",
-	"configmaps " + namespace + "/local-volume-provisioner-unwiped-disks",
 }
 
 // TestHelmLifecycle drives the chart through a release's life with the

@@ -82,11 +82,6 @@ func (e *env) startMasterWith(t *testing.T, retryBase time.Duration, opts contro
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The install creates the memory of unwiped disks (config.yaml).
-	if _, err := e.cp.Client.CoreV1().ConfigMaps(namespace).Create(t.Context(), unwiped.EmptyConfigMap(namespace),
-		metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
 	rc := asMaster(e.cp.Config)
 	kube := kubernetes.NewForConfigOrDie(rc)
 	dyn := dynamic.NewForConfigOrDie(rc)
@@ -116,6 +111,8 @@ func (e *env) startMasterWith(t *testing.T, retryBase time.Duration, opts contro
 		ReplacedMachinePolicy: opts.ReplacedMachinePolicy, CacheSyncTimeout: opts.CacheSyncTimeout,
 		Config: cfg, ProvisionerName: "nodeplug.io/local-volume-provisioner", DiscoveryQPS: 100, DiscoveryBurst: 100,
 		RetryBase: retryBase, RetryMax: 2 * retryBase, Notifications: dyn.Resource(v1alpha1.SchemeGroupVersionResource),
+		Unwiped: unwiped.New(unwiped.Options{Disks: dyn.Resource(v1alpha1.UnwipedDiskGroupVersionResource), Kube: kube,
+			Namespace: namespace, Provisioner: "nodeplug.io/local-volume-provisioner"}),
 		Jobs: jobs.Params{Namespace: namespace, Image: "nodeplug/local-volume-provisioner:dev", ImagePullPolicy: corev1.PullIfNotPresent,
 			DiscoveryShards: 2, DiscoveryTTL: 300, DiscoveryDeadline: 300},
 	})

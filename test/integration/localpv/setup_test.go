@@ -56,6 +56,7 @@ func newEnv(t testing.TB, manifests ...string) *env {
 	}
 	e := &env{cp: cp, dyn: dyn}
 	e.apply(t, crd.NodeDiskStatesYAML)
+	e.apply(t, crd.UnwipedDisksYAML) // the memory of unwiped disks, installed first
 	e.waitForCRD(t)
 	for _, m := range manifests {
 		b, err := os.ReadFile(filepath.Join(deployDir, m))
@@ -101,24 +102,26 @@ func (e *env) apply(t testing.TB, data []byte) {
 	}
 }
 
-// waitForCRD waits until NodeDiskState is established and served.
+// waitForCRD waits until NodeDiskState and UnwipedDisk are established and
+// served.
 func (e *env) waitForCRD(t testing.TB) {
 	t.Helper()
-	name := v1alpha1.Resource + "." + v1alpha1.GroupName
-	poll(t, "NodeDiskState CRD established", func(ctx context.Context) (bool, error) {
-		u, err := e.dyn.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-		for _, c := range conds {
-			if m, ok := c.(map[string]interface{}); ok && m["type"] == "Established" && m["status"] == "True" {
-				_, err := e.dyn.Resource(v1alpha1.SchemeGroupVersionResource).List(ctx, metav1.ListOptions{})
-				return err == nil, nil
+	for _, gvr := range []schema.GroupVersionResource{v1alpha1.SchemeGroupVersionResource, v1alpha1.UnwipedDiskGroupVersionResource} {
+		poll(t, gvr.Resource+" CRD established", func(ctx context.Context) (bool, error) {
+			u, err := e.dyn.Resource(crdGVR).Get(ctx, gvr.Resource+"."+gvr.Group, metav1.GetOptions{})
+			if err != nil {
+				return false, err
 			}
-		}
-		return false, nil
-	})
+			conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+			for _, c := range conds {
+				if m, ok := c.(map[string]interface{}); ok && m["type"] == "Established" && m["status"] == "True" {
+					_, err := e.dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
+					return err == nil, nil
+				}
+			}
+			return false, nil
+		})
+	}
 }
 
 // poll waits for cond, failing the test after pollTimeout.

@@ -191,7 +191,7 @@ func (r *runner) finishReturnedDisk(ctx context.Context, job *batchv1.Job) error
 	if id == "" || id.Valid() != nil {
 		return nil
 	}
-	key := unwiped.Key(job.Annotations[jobs.AnnNode], id)
+	key := unwiped.Key(job.Annotations[jobs.AnnNode], job.Annotations[jobs.AnnHostPath], id)
 	if key == job.Annotations[jobs.AnnUnwipedDisk] {
 		return nil
 	}

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	core "k8s.io/client-go/testing"
@@ -31,6 +32,7 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
 	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
+	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped/unwipedtest"
 )
 
 const (
@@ -49,6 +51,7 @@ type harness struct {
 	t          *testing.T
 	ctx        context.Context
 	kube       *fake.Clientset
+	dyn        *dynamicfake.FakeDynamicClient
 	nodes      cache.Indexer
 	pods       cache.Indexer
 	clock      *testingclock.FakeClock
@@ -87,7 +90,7 @@ func newHarness(t *testing.T, objs ...runtime.Object) *harness {
 		t.Fatal(err)
 	}
 	_, ctx := ktesting.NewTestContext(t)
-	h := &harness{t: t, ctx: ctx, kube: fake.NewClientset(append(objs, unwiped.EmptyConfigMap(ns))...), clock: testingclock.NewFakeClock(start),
+	h := &harness{t: t, ctx: ctx, kube: fake.NewClientset(objs...), dyn: unwipedtest.Client(), clock: testingclock.NewFakeClock(start),
 		nodes:    cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}),
 		pods:     cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
 		recorder: record.NewFakeRecorder(100), ops: &pvopstest.Fake{}, requeued: map[string]time.Duration{}}
@@ -105,12 +108,15 @@ func newHarness(t *testing.T, objs ...runtime.Object) *harness {
 	h.r = cleanupjobs.New(cleanupjobs.Config{Provisioner: cfg, Kube: h.kube, Volumes: h, Ops: h.ops, Marks: pvstate.New(h.kube.CoreV1(), nil),
 		Params: jobs.Params{Namespace: ns, Image: "lpv:dev"},
 		Nodes:  corelisters.NewNodeLister(h.nodes), Pods: corelisters.NewPodLister(h.pods),
-		Unwiped: unwiped.New(h.kube, ns, h.clock), Recorder: h.recorder, Clock: h.clock,
+		Unwiped: h.memory(), Recorder: h.recorder, Clock: h.clock,
 		RetryBase: 10 * time.Second, RetryMax: time.Minute,
 		RequestDiscovery: func(node string) { h.discovered = append(h.discovered, node) },
 		Requeue:          func(id string, after time.Duration) { h.requeued[id] = after }})
 	return h
 }
+
+// memory is the memory of unwiped disks of the master in ns.
+func (h *harness) memory() unwiped.Store { return unwipedtest.Store(h.dyn, h.kube, ns, h.clock) }
 
 // PV is the Volumes lookup, from the fake apiserver.
 func (h *harness) PV(id string) (*v1.PersistentVolume, error) {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/controller/pvops"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
-	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
 )
 
 func TestStart(t *testing.T) {
@@ -121,7 +120,7 @@ func TestFinish(t *testing.T) {
 			if evs := h.events(); tc.wantEvent != "" && !strings.Contains(evs, tc.wantEvent) {
 				t.Errorf("Events %q, want %q", evs, tc.wantEvent)
 			}
-			disks, err := unwiped.New(h.kube, ns, h.clock).Load(h.ctx)
+			disks, err := h.memory().Load(h.ctx)
 			if err != nil {
 				t.Fatal(err)
 			}

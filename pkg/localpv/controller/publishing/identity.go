@@ -59,22 +59,24 @@ type takenDisks struct {
 	shared map[identity.ID][]string
 }
 
-// unwipedFor returns the remembered unwiped disk a volume's disk is.
-func (t *takenDisks) unwipedFor(node string, id identity.ID) (string, unwiped.Disk, bool) {
+// unwipedFor returns the remembered unwiped disk a volume's disk is. A
+// strong identity is matched on any node and path; a weak one only on its
+// node, at its path: two file systems of one node may share it.
+func (t *takenDisks) unwipedFor(node, path string, id identity.ID) (string, unwiped.Disk, bool) {
 	if id == "" {
 		return "", unwiped.Disk{}, false
 	}
-	key := unwiped.Key(node, id)
+	key := unwiped.Key(node, path, id)
 	if d, ok := t.unwiped[key]; ok && d.ID == id {
 		return key, d, true
 	}
-	// Remembered under a legacy form of id (a weak one on its node only): a
-	// released PV recorded as a bare file handle, whose cleanup found no
-	// proof and dropped it, still holds its tenant's data.
+	// Remembered under a legacy form of id (a weak one on its node and
+	// path only): a released PV recorded as a bare file handle, whose
+	// cleanup found no proof and dropped it, still holds its tenant's data.
 	// In key order, so that every pass picks the same entry when several
 	// legacy records agree with id.
 	for _, k := range slices.Sorted(maps.Keys(t.unwiped)) {
-		if d := t.unwiped[k]; identity.Refines(d.ID, id) && (d.ID.Strong() || d.Node == node) {
+		if d := t.unwiped[k]; identity.Refines(d.ID, id) && (d.ID.Strong() || (d.Node == node && d.Path == path)) {
 			return k, d, true
 		}
 	}

@@ -23,7 +23,7 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
-	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
+	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped/unwipedtest"
 	"github.com/nodeplug/nodeplug/pkg/localpv/validation"
 )
 
@@ -172,14 +172,14 @@ blk: {hostDir: /mnt/blk, mountDir: /mnt/blk, volumeMode: Block, blockCleanerComm
 	for _, pv := range pvs {
 		objs = append(objs, pv)
 	}
-	kube := fake.NewClientset(append(objs, unwiped.EmptyConfigMap("lpv"))...)
+	kube := fake.NewClientset(objs...)
 	kube.ClearActions()
 	recorder := record.NewFakeRecorder(100)
 	state := &fakeState{onNode: pvs}
 	p := publishing.New(publishing.Config{Provisioner: cfg, ProvisionerName: provisioner,
 		OwnerName: "lpv/" + provisioner, Kube: kube, State: state,
 		PVs:     corelisters.NewPersistentVolumeLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
-		Classes: storagelisters.NewStorageClassLister(classes), Ops: &pvopstest.Fake{}, Marks: pvstate.New(kube.CoreV1(), testingclock.NewFakeClock(start)), Unwiped: unwiped.New(kube, "lpv", testingclock.NewFakeClock(start)),
+		Classes: storagelisters.NewStorageClassLister(classes), Ops: &pvopstest.Fake{}, Marks: pvstate.New(kube.CoreV1(), testingclock.NewFakeClock(start)), Unwiped: unwipedtest.Store(unwipedtest.Client(), kube, "lpv", testingclock.NewFakeClock(start)),
 		Recorder: recorder, Clock: testingclock.NewFakeClock(start), MarksChanged: func() {}, VolumeChanged: func(string) {}})
 	res, err := validation.Check(cfg, "a", "a", r)
 	if err != nil {

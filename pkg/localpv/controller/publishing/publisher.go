@@ -75,7 +75,7 @@ func (p *publisher) publish(ctx context.Context, node *v1.Node, hostname string,
 	if taken, err := p.State.PathTaken(node.Name, hostname, v.HostPath); err != nil || taken {
 		return err
 	}
-	if key, d, ok := taken.unwipedFor(node.Name, v.Volume.ID); ok {
+	if key, d, ok := taken.unwipedFor(node.Name, v.HostPath, v.Volume.ID); ok {
 		if who := taken.holder(v); who != "" {
 			// Already held (or published) under another path: one PV per disk.
 			p.skipDisk(node, v, "DiskAlreadyPublished", fmt.Sprintf("its disk (%s) is already behind %s; a disk is "+

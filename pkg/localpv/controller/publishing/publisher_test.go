@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -29,7 +30,7 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
-	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
+	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped/unwipedtest"
 	"github.com/nodeplug/nodeplug/pkg/localpv/validation"
 )
 
@@ -184,12 +185,13 @@ func runPublishCase(t *testing.T, tc publishCase) {
 	for _, pv := range tc.state.onNode {
 		objs = append(objs, pv)
 	}
-	objs = append(objs, tc.extra...)
-	if !slices.ContainsFunc(tc.extra, func(o runtime.Object) bool {
-		cm, ok := o.(*v1.ConfigMap)
-		return ok && cm.Name == unwiped.ConfigMapName
-	}) {
-		objs = append(objs, unwiped.EmptyConfigMap("lpv"))
+	var disks []runtime.Object // UnwipedDisks, unstructured
+	for _, o := range tc.extra {
+		if _, ok := o.(*unstructured.Unstructured); ok {
+			disks = append(disks, o)
+		} else {
+			objs = append(objs, o)
+		}
 	}
 	kube := fake.NewClientset(objs...)
 	kube.ClearActions()
@@ -198,7 +200,7 @@ func runPublishCase(t *testing.T, tc publishCase) {
 	p := publishing.New(publishing.Config{Provisioner: cfg, ProvisionerName: provisioner,
 		OwnerName: "lpv/" + provisioner, Kube: kube, State: &tc.state,
 		PVs:     corelisters.NewPersistentVolumeLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
-		Classes: storagelisters.NewStorageClassLister(classes), Ops: ops, Marks: pvstate.New(kube.CoreV1(), testingclock.NewFakeClock(start)), Unwiped: unwiped.New(kube, "lpv", testingclock.NewFakeClock(start)),
+		Classes: storagelisters.NewStorageClassLister(classes), Ops: ops, Marks: pvstate.New(kube.CoreV1(), testingclock.NewFakeClock(start)), Unwiped: unwipedtest.Store(unwipedtest.Client(disks...), kube, "lpv", testingclock.NewFakeClock(start)),
 		Recorder: recorder, Clock: testingclock.NewFakeClock(start), MarksChanged: func() {}, VolumeChanged: func(string) {}})
 	node := tc.node
 	if node == nil {

@@ -1,7 +1,6 @@
 package publishing_test
 
 import (
-	"encoding/json"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -13,6 +12,7 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/localpv/jobs"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
 	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped"
+	"github.com/nodeplug/nodeplug/pkg/localpv/unwiped/unwipedtest"
 )
 
 // TestSharedIdentity: an identity that two devices of one node report (two
@@ -102,17 +102,13 @@ func TestUnwipedUnderLegacyIdentity(t *testing.T) {
 	root := []byte{2, 0, 0, 0, 0, 0, 0, 0}
 	legacy, now := identity.FileHandle(1, root), identity.FS("0b6c3f9e-1d2a-4c5b-9e8f-7a6b5c4d3e21", 1, root)
 	remembered := func(node string) []runtime.Object {
-		d := unwiped.Disk{ID: legacy, PV: "old-pv", Node: node, Path: "/mnt/fast/vol1", Since: "2026-01-01T00:00:00Z", Reason: "identity_mismatch"}
-		raw, err := json.Marshal(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return []runtime.Object{&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "lpv", Name: unwiped.ConfigMapName},
-			Data: map[string]string{unwiped.Key(node, legacy): string(raw)}}}
+		return []runtime.Object{unwipedtest.Object(unwiped.Disk{ID: legacy, PV: "old-pv", Node: node, Path: "/mnt/fast/vol1",
+			Since: "2026-01-01T00:00:00Z", Reason: "identity_mismatch"})}
 	}
 	for _, tc := range []publishCase{
 		{name: "on its node it is held for an admin", vols: map[string]identity.ID{"vol1": now}, class: fastClass(mine),
-			extra: remembered("a"), wantEvent: "DiskHeld",
+			// The DiskHeld Event names who remembered it.
+			extra: remembered("a"), wantEvent: "remembered by the installation in namespace lpv as UnwipedDisk disk-",
 			wantPVs: []string{naming.PVNameForID(naming.MachineVolumeID("a", "/mnt/fast/vol1", "m1", "u1"))}},
 		// The same disk under a second path (a bind mount, a second class)
 		// is held once: an admin's keep on two held PVs would publish it
@@ -123,6 +119,11 @@ func TestUnwipedUnderLegacyIdentity(t *testing.T) {
 			wantPVs: []string{naming.PVNameForID(naming.MachineVolumeID("a", "/mnt/fast/vol1", "m1", "u1"))}},
 		{name: "another node's weak record is not this disk", vols: map[string]identity.ID{"vol1": now}, class: fastClass(mine),
 			extra: remembered("b"), wantPVs: []string{naming.PVNameForID(naming.MachineVolumeID("a", "/mnt/fast/vol1", "m1", "u1"))}},
+		// Every ext4 root has the same file handle: a weak record of one
+		// path of the node is not the disk at another.
+		{name: "a weak record at another path of the node is not this disk", vols: map[string]identity.ID{"vol2": now},
+			class: fastClass(mine), extra: remembered("a"),
+			wantPVs: []string{naming.PVNameForID(naming.MachineVolumeID("a", "/mnt/fast/vol2", "m1", "u1"))}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { runPublishCase(t, tc) })
 	}

@@ -44,9 +44,10 @@ func (p *publisher) holdReturnedDisk(ctx context.Context, node *v1.Node, hostnam
 	}
 	taken.add(v, "PV "+pv.Name)
 	metrics.HeldDisks.Inc()
-	msg := fmt.Sprintf("Disk %s at %s held the data of PV %s, which was dropped without a wipe (%s, node %s, path %s); "+
-		"it is held: not published for claims and not wiped. Set the annotation %s=%s on PV %s to wipe it, or %s=%s to "+
-		"publish it again with its data", v.Volume.ID, v.HostPath, d.PV, d.Reason, d.Node, d.Path,
+	msg := fmt.Sprintf("Disk %s at %s held the data of PV %s, which was dropped without a wipe (%s, node %s, path %s, "+
+		"remembered by the installation in namespace %s as UnwipedDisk %s); it is held: not published for claims and not "+
+		"wiped. Set the annotation %s=%s on PV %s to wipe it, or %s=%s to publish it again with its data", v.Volume.ID,
+		v.HostPath, d.PV, d.Reason, d.Node, d.Path, d.Installation, key,
 		jobs.AnnAdminAction, jobs.AdminActionWipe, pv.Name, jobs.AnnAdminAction, jobs.AdminActionKeep)
 	p.Recorder.Eventf(node, v1.EventTypeWarning, "DiskHeld", "%s", msg)
 	p.Recorder.Eventf(pv, v1.EventTypeWarning, "DiskHeld", "%s", msg)

@@ -34,7 +34,7 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(SchemeGroupVersion, &NodeDiskState{}, &NodeDiskStateList{})
+	scheme.AddKnownTypes(SchemeGroupVersion, &NodeDiskState{}, &NodeDiskStateList{}, &UnwipedDisk{}, &UnwipedDiskList{})
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil
 }
