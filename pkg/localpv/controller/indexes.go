@@ -189,21 +189,29 @@ func (c *controller) heldPaths(node *v1.Node) []string {
 	return out
 }
 
-// pathLocked reports whether a path of a node name has a cleanup Job that
-// has not succeeded, whichever machine's PV it wipes: the Job runs on the
-// machine that has the name now.
+// pathLocked reports whether a path of a node name has a cleanup Job the
+// master has not released yet, whichever machine's PV it wipes: the Job
+// runs on the machine that has the name now. A succeeded Job locks too,
+// until the master has acted on it (deleted the PV, forgotten the disk as
+// unwiped) and deleted it: a lock released at success would let a
+// discovery report, handled in between, find the disk still remembered.
 func (c *controller) pathLocked(node, path string) (bool, error) {
 	objs, err := c.jobIndexer.ByIndex(indexNodePath, hostPathKey(node, path))
 	if err != nil {
 		return true, fmt.Errorf("failed to look up cleanup Jobs of path %s: %w", path, err)
 	}
 	for _, o := range objs {
-		if _, ok := jobs.IsFinished(o.(*batchv1.Job)); !ok {
+		if locks(o.(*batchv1.Job)) {
 			return true, nil
 		}
 	}
 	return false, nil
 }
+
+// locks reports whether a cleanup Job still locks its volume and path: it
+// does until the master deletes it, which it does only once it has acted
+// on the Job's result.
+func locks(j *batchv1.Job) bool { return j.DeletionTimestamp == nil }
 
 // cleanupJobs returns a volume's cleanup Jobs, oldest attempt first.
 func (c *controller) cleanupJobs(id string) ([]*batchv1.Job, error) {
@@ -219,15 +227,16 @@ func (c *controller) cleanupJobs(id string) ([]*batchv1.Job, error) {
 	return out, nil
 }
 
-// cleanupLocked reports whether a volume has a cleanup Job that has not
-// succeeded: pending, running or failed. Such a volume must not get a PV.
+// cleanupLocked reports whether a volume has a cleanup Job the master has
+// not released: pending, running, failed, or succeeded and not acted on
+// yet. Such a volume must not get a PV.
 func (c *controller) cleanupLocked(id string) (bool, error) {
 	js, err := c.cleanupJobs(id)
 	if err != nil {
 		return true, err
 	}
 	for _, j := range js {
-		if _, ok := jobs.IsFinished(j); !ok {
+		if locks(j) {
 			return true, nil
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -235,6 +236,37 @@ func TestOrphanCleanupDiskIsRemembered(t *testing.T) {
 			}
 			if remembered := len(f.unwipedKeys()) == 1; remembered != tc.wantHeld {
 				t.Errorf("the disk is remembered: %t, want %t", remembered, tc.wantHeld)
+			}
+		})
+	}
+}
+
+// TestSucceededCleanupLocksUntilReleased: a cleanup Job locks its volume
+// and path in every state until the master deletes it, a succeeded one
+// too. The master forgets a wiped disk as unwiped before it deletes the
+// Job; a lock released at success let a discovery report handled in
+// between hold the clean disk as still unwiped (integration
+// TestNoPVWhileCleanupUnfinishedAcrossRestarts).
+func TestSucceededCleanupLocksUntilReleased(t *testing.T) {
+	now := metav1.Now()
+	cond := func(c string) batchv1.JobStatus {
+		return batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobConditionType(c), Status: v1.ConditionTrue}}}
+	}
+	tests := []struct {
+		name string
+		job  batchv1.Job
+		want bool
+	}{
+		{name: "pending", want: true},
+		{name: "failed", job: batchv1.Job{Status: cond(string(batchv1.JobFailed))}, want: true},
+		{name: "succeeded, not acted on", job: batchv1.Job{Status: cond(string(batchv1.JobComplete))}, want: true},
+		{name: "deleted by the master", job: batchv1.Job{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &now},
+			Status: cond(string(batchv1.JobComplete))}, want: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := locks(&tc.job); got != tc.want {
+				t.Errorf("locks = %v, want %v", got, tc.want)
 			}
 		})
 	}
