@@ -118,7 +118,9 @@ func smallResources() v1.ResourceRequirements {
 // host directory is mounted read-only at its mountDir, /dev when a class
 // may hold devices or a held path lies in it, and the host's udev database
 // (a class with a disk selector reads its disks' records; every class may
-// need a file system's UUID from it, see package identity). held are the
+// need a file system's UUID from it, see package identity), and the host's
+// /etc, read-only, for its machine-id file, which tells directories on the
+// OS's file system (see package identity). held are the
 // host paths of the node's other local PVs, which the Job resolves (at most
 // report.MaxHeld; see HeldPaths; the others are counted in --held-omitted
 // and make the master refuse what they could hide). The pod has no API
@@ -158,6 +160,7 @@ func DiscoveryJob(p Params, cfg *config.Configuration, nodeName string, shards i
 	// runtime's socket and every container's root file system mount.
 	ps.Volumes = append(ps.Volumes, hostPathVolume("udev", HostUdevDir, v1.HostPathDirectoryOrCreate))
 	mounts = append(mounts, v1.VolumeMount{Name: "udev", MountPath: UdevMountPath, ReadOnly: true})
+	ps.Volumes, mounts = withHostEtc(ps.Volumes, mounts)
 	args := discoveryArgs(nodeName, specs, heldPaths, len(held)-len(heldPaths))
 	shards = min(max(shards, p.DiscoveryShards, 1), report.MaxShards)
 	for i := range shards {
@@ -287,16 +290,26 @@ const (
 	MachineIDPath = HostEtcPath + "/machine-id"
 )
 
+// withHostEtc adds the host's /etc, read-only at HostEtcPath, as a
+// directory: a node without /etc/machine-id runs the pod, which then
+// reads no machine ID, rather than leaving it Pending. Discovery and
+// cleanup read the machine ID there, and find which file system is the
+// OS's (package identity: a directory on it is bound to its machine).
+func withHostEtc(vols []v1.Volume, mounts []v1.VolumeMount) ([]v1.Volume, []v1.VolumeMount) {
+	return append(vols, hostPathVolume("host-etc", "/etc", v1.HostPathDirectory)),
+		append(mounts, v1.VolumeMount{Name: "host-etc", MountPath: HostEtcPath, ReadOnly: true})
+}
+
 // CleanupJob returns the cleanup Job of one attempt. It carries the whole
 // target in annotations, so a retry can be built from it after the PV is
 // gone. It has no finalizer: the master deletes it once it has acted on its
 // result, and a Job deleted before (by its TTL, an admin or the deletion of
 // its namespace) loses no disk, as the PV it wipes stays Released, or the
 // disk is remembered as unwiped (package unwiped). Its container checks the
-// PV's machine and disk before it wipes: when a machine ID is recorded, the
-// host's /etc is mounted read-only as a directory, so that a node without
-// /etc/machine-id runs the pod, which cannot read the ID, rather than
-// leaving it Pending; params.CleanupDeadline bounds the whole run.
+// PV's machine and disk before it wipes: when a machine ID is recorded, or
+// the disk is a directory on the OS's file system, the host's /etc is
+// mounted read-only as a directory (withHostEtc); params.CleanupDeadline
+// bounds the whole run.
 func CleanupJob(p Params, cfg *config.Configuration, t CleanupTarget, attempt int) *batchv1.Job {
 	volID := t.VolumeID
 	if volID == "" {
@@ -338,9 +351,8 @@ func CleanupJob(p Params, cfg *config.Configuration, t CleanupTarget, attempt in
 		ps.Volumes = append(ps.Volumes, hostPathVolume("udev", HostUdevDir, v1.HostPathDirectoryOrCreate))
 		mounts = append(mounts, v1.VolumeMount{Name: "udev", MountPath: UdevMountPath, ReadOnly: true})
 	}
-	if t.MachineID != "" {
-		ps.Volumes = append(ps.Volumes, hostPathVolume("host-etc", "/etc", v1.HostPathDirectory))
-		mounts = append(mounts, v1.VolumeMount{Name: "host-etc", MountPath: HostEtcPath, ReadOnly: true})
+	if t.MachineID != "" || t.DiskID.Kind() == identity.KindOSFS {
+		ps.Volumes, mounts = withHostEtc(ps.Volumes, mounts)
 	}
 	ps.Containers = []v1.Container{{
 		Name:                     "cleanup",
