@@ -184,6 +184,12 @@ func (p *publisher) matchPath(ctx context.Context, node *v1.Node, v validation.V
 					return true, err
 				}
 			}
+		case v.Volume.ID.Kind() == identity.KindOSFS:
+			p.skipDisk(node, v, "DiskIdentityUnknown", fmt.Sprintf("PV %s of the machine that ran under this node name before "+
+				"(%s) is at this path, which is on this machine's OS file system (%q): a machine made from the same image has "+
+				"a directory there with the same file system UUID, which is not the PV's data; the PV stays marked and nothing "+
+				"is published at the path. Delete the claim and PV %s once its data is given up", pv.Name, rec, v.Volume.ID, pv.Name))
+			return true, nil
 		default:
 			p.skipDisk(node, v, "DiskIdentityUnknown", fmt.Sprintf("PV %s of the machine that ran under this node name before "+
 				"(%s) is at this path, and its disk (%q) cannot be proven to be, or not to be, the disk there now (%q); the PV "+
