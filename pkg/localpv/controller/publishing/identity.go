@@ -68,13 +68,15 @@ func (t *takenDisks) unwipedFor(node string, id identity.ID) (string, unwiped.Di
 	if d, ok := t.unwiped[key]; ok && d.ID == id {
 		return key, d, true
 	}
-	// Remembered under a legacy form of id (a weak one on its node only): a
-	// released PV recorded as a bare file handle, whose cleanup found no
-	// proof and dropped it, still holds its tenant's data.
+	// Remembered under a legacy form of id (on its node only unless both
+	// are strong): a released PV recorded as a bare file handle, whose
+	// cleanup found no proof and dropped it, still holds its tenant's data;
+	// a strong fs of a directory baked into a VM image, now read bound to
+	// its machine (osfs), is every clone's and names one node's only.
 	// In key order, so that every pass picks the same entry when several
 	// legacy records agree with id.
 	for _, k := range slices.Sorted(maps.Keys(t.unwiped)) {
-		if d := t.unwiped[k]; identity.Refines(d.ID, id) && (d.ID.Strong() || d.Node == node) {
+		if d := t.unwiped[k]; identity.Refines(d.ID, id) && (d.ID.Strong() && id.Strong() || d.Node == node) {
 			return k, d, true
 		}
 	}
