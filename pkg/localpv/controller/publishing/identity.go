@@ -57,6 +57,9 @@ type takenDisks struct {
 	// shared are the identities that two devices of the node report, with
 	// the paths that lead to them: no identity at all.
 	shared map[identity.ID][]string
+	// elsewhere returns another node that reports an identity too, or "":
+	// such an identity names no one disk across nodes.
+	elsewhere func(identity.ID) string
 }
 
 // unwipedFor returns the remembered unwiped disk a volume's disk is.
@@ -64,8 +67,10 @@ func (t *takenDisks) unwipedFor(node string, id identity.ID) (string, unwiped.Di
 	if id == "" {
 		return "", unwiped.Disk{}, false
 	}
+	unique := t.elsewhere == nil || t.elsewhere(id) == ""
 	key := unwiped.Key(node, id)
-	if d, ok := t.unwiped[key]; ok && d.ID == id {
+	// Another node's disk only where no other node reports id too.
+	if d, ok := t.unwiped[key]; ok && d.ID == id && (d.Node == node || unique) {
 		return key, d, true
 	}
 	// Remembered under a legacy form of id (on its node only unless both
@@ -76,7 +81,7 @@ func (t *takenDisks) unwipedFor(node string, id identity.ID) (string, unwiped.Di
 	// In key order, so that every pass picks the same entry when several
 	// legacy records agree with id.
 	for _, k := range slices.Sorted(maps.Keys(t.unwiped)) {
-		if d := t.unwiped[k]; identity.Refines(d.ID, id) && (d.ID.Strong() && id.Strong() || d.Node == node) {
+		if d := t.unwiped[k]; identity.Refines(d.ID, id) && (d.ID.Strong() && id.Strong() && unique || d.Node == node) {
 			return k, d, true
 		}
 	}
@@ -88,7 +93,7 @@ func (t *takenDisks) unwipedFor(node string, id identity.ID) (string, unwiped.Di
 // that keep their PV, and what the other local PVs' paths lead to.
 func (p *publisher) takenOn(ctx context.Context, node *v1.Node, res *validation.Result, held []report.Held) (*takenDisks, error) {
 	t := &takenDisks{ids: map[identity.ID]string{}, devs: map[string]string{}, at: map[string][]*v1.PersistentVolume{},
-		shared: sharedIdentities(res, held)}
+		shared: sharedIdentities(res, held), elsewhere: func(id identity.ID) string { return p.reported.elsewhere(node.Name, id) }}
 	var err error
 	if t.unwiped, err = p.Unwiped.Load(ctx); err != nil {
 		return nil, err
@@ -178,6 +183,13 @@ func (p *publisher) matchPath(ctx context.Context, node *v1.Node, v validation.V
 		rec := machine.Recorded(pv)
 		switch {
 		case goingUnused(pv):
+		case identity.SameDisk(diskOf(pv), v.Volume.ID) && t.elsewhere(v.Volume.ID) != "":
+			p.skipDisk(node, v, "DiskIdentityShared", fmt.Sprintf("PV %s of the machine that ran under this node name before "+
+				"(%s) records the disk found at this path (%s), but node %s reports that identity too (a file system cloned into "+
+				"several images, disks made from one snapshot), so it proves no disk kept across machines; the PV stays marked and "+
+				"nothing is published at the path. Delete the claim and PV %s once its data is given up",
+				pv.Name, rec, v.Volume.ID, t.elsewhere(v.Volume.ID), pv.Name))
+			return true, nil
 		case identity.SameDisk(diskOf(pv), v.Volume.ID):
 			return true, p.adoptDisk(ctx, node, pv, rec, cur)
 		case identity.DifferentDisk(diskOf(pv), v.Volume.ID):
