@@ -25,7 +25,10 @@ func DirectoryFile(f *os.File) (ID, error) { return DirectoryFileAs(f, "") }
 // still differs. A recorded fhdisk gets the handle with the device's
 // identity even where the UUID can be read, fhdev the device number with
 // the handle, fs the file system's UUID without the machine; any other
-// record, or an unknown one, what DirectoryFile reads.
+// record, or an unknown one, what DirectoryFile reads. An osfs record
+// whose file system and handle are found, but no machine-id file on that
+// file system, is an error: which machine the directory is on cannot be
+// read (a weak record then mounts as upstream; a cleanup wipes nothing).
 func DirectoryFileAs(f *os.File, recorded ID) (ID, error) {
 	fd := int(f.Fd())
 	h, mountID, err := unix.NameToHandleAt(fd, "", unix.AT_EMPTY_PATH)
@@ -49,12 +52,18 @@ func DirectoryFileAs(f *os.File, recorded ID) (ID, error) {
 	if !ok {
 		return fsys.withoutUUID(h.Type(), h.Bytes()), nil
 	}
-	if recorded.Kind() != KindFS {
-		if machineID, onOS := hostOSFileSystem(st.Dev, u); onOS {
-			return OSFS(u, h.Type(), h.Bytes(), machineID), nil
-		}
+	if recorded.Kind() == KindFS {
+		return FS(u, h.Type(), h.Bytes()), nil
 	}
-	return FS(u, h.Type(), h.Bytes()), nil
+	if machineID, onOS := hostOSFileSystem(st.Dev, u); onOS {
+		return OSFS(u, h.Type(), h.Bytes(), machineID), nil
+	}
+	if id := FS(u, h.Type(), h.Bytes()); !Refines(id, recorded) {
+		return id, nil
+	}
+	// The record's directory, bound to a machine whose machine-id file is
+	// not seen: which machine it is on cannot be read.
+	return "", fmt.Errorf("%s is on file system %s as recorded, but no machine-id file on it is seen to tell its machine", f.Name(), u)
 }
 
 // DeviceFile returns the identity and kernel name of the block device open

@@ -105,6 +105,13 @@ func TestDirectoryOnTheOSFileSystem(t *testing.T) {
 			if got := read(filepath.Join(a, "nowhere"), filepath.Join(a, "vol"), ""); got != legacy {
 				t.Errorf("without a machine-id file = %q, want %q", got, legacy)
 			}
+			if got := read(filepath.Join(a, "nowhere"), other.dir, onA); got.Kind() != KindFS {
+				t.Errorf("another file system read for a machine-bound record = %q, want fs", got)
+			}
+			useMachineID(t, filepath.Join(a, "nowhere"))
+			if got, err := DirectoryAs(filepath.Join(a, "vol"), onA); err == nil {
+				t.Errorf("the record's directory without a machine-id file = %q, want an error: its machine is not read", got)
+			}
 		})
 	}
 }

@@ -232,8 +232,11 @@ func (p *publisher) matchOwnPath(ctx context.Context, pv *v1.PersistentVolume, v
 		if diskOf(pv) == "" && v.Volume.ID != "" {
 			return p.stampDisk(ctx, pv, v)
 		}
-		if v.Volume.ID == "" || v.Volume.ID == diskOf(pv) {
-			return nil // nothing proves a change (a legacy identity); the PV stays as it is
+		if v.Volume.ID == "" || v.Volume.ID == diskOf(pv) || identity.Refines(v.Volume.ID, diskOf(pv)) {
+			// Nothing proves a change (a legacy identity, or the record's
+			// older form: a directory on the OS file system read as fs
+			// where the machine-id file was not seen); the PV stays as it is.
+			return nil
 		}
 		if identity.Refines(diskOf(pv), v.Volume.ID) {
 			if who := t.idHolder(v.Volume.ID); who != "" && who != "PV "+pv.Name {
