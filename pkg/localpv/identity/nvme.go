@@ -127,9 +127,9 @@ func strongWWID(w string) bool {
 // namespace against its namespace identity (same model, serial and size),
 // a WWN alone against the WWN with a serial, a file system identity (fs)
 // against the machine-bound identity (osfs) of a directory on the OS's
-// file system with the same UUID and handle. Compare says Unknown for the
-// first two (Same for the WWN); a caller may then record current in place
-// of recorded. It proves no more than recorded did.
+// file system with the same UUID and handle. Compare says Unknown for each
+// of them; a caller may then record current in place of recorded. It
+// proves no more than recorded did.
 func Refines(recorded, current ID) bool {
 	rk, rrest, _ := strings.Cut(string(recorded), ":")
 	ck, crest, _ := strings.Cut(string(current), ":")
