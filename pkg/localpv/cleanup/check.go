@@ -122,7 +122,8 @@ func (n *NodeChecker) CheckMachine(ctx context.Context, exp Expected) error {
 	return nil
 }
 
-// CheckDisk reads the identity of the open volume: a directory's (its file
+// CheckDisk reads the identity of the open volume, in want's form where it
+// has that form (identity.DirectoryFileAs): a directory's (its file
 // system's UUID and its file handle) or a block device's (from sysfs, by the
 // descriptor's device number), and compares it with want.
 func (n *NodeChecker) CheckDisk(ctx context.Context, want identity.ID, vol Volume) error {
@@ -132,7 +133,7 @@ func (n *NodeChecker) CheckDisk(ctx context.Context, want identity.ID, vol Volum
 	case vol.File == nil:
 		err = errors.New("the volume is not open")
 	case vol.Kind == report.KindDirectory:
-		found, err = identity.DirectoryFile(vol.File)
+		found, err = identity.DirectoryFileAs(vol.File, want)
 	case vol.Kind == report.KindBlock:
 		found, _, err = identity.DeviceFile(n.SysDir, vol.File)
 	default:

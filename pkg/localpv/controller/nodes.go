@@ -52,6 +52,7 @@ func (c *controller) forgetNode(name string) {
 	c.discovery.Forget(name)
 	c.inventory.Forget(name)
 	c.machines.Forget(name)
+	c.publisher.Forget(name)
 }
 
 // handleNodeGone deletes the unbound PVs of a deleted node when configured.

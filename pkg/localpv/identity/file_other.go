@@ -12,6 +12,16 @@ func Directory(path string) (ID, error) {
 	return "", errors.New("directory identity is only read on Linux")
 }
 
+// DirectoryAs is only implemented on Linux.
+func DirectoryAs(path string, recorded ID) (ID, error) {
+	return "", errors.New("directory identity is only read on Linux")
+}
+
+// DirectoryFileAs is only implemented on Linux.
+func DirectoryFileAs(f *os.File, recorded ID) (ID, error) {
+	return "", errors.New("directory identity is only read on Linux")
+}
+
 // DirectoryFile is only implemented on Linux.
 func DirectoryFile(f *os.File) (ID, error) {
 	return "", errors.New("directory identity is only read on Linux")

@@ -79,13 +79,29 @@ func (o openFileSystem) uuid() (string, bool) {
 // with the device number where the device has no identity (tmpfs, overlay
 // and other anonymous devices, a disk that reports none).
 func (o openFileSystem) withoutUUID(handleType int32, handle []byte) ID {
-	if major, minor, ok := o.device(); ok {
-		if disk, _, err := deviceByNumber(sysfsRoot, major, minor); err == nil && disk != "" {
-			if id := FileHandleOnDisk(handleType, handle, disk); len(id) <= MaxLength {
-				return id
-			}
-		}
+	if id, ok := o.onDisk(handleType, handle); ok {
+		return id
 	}
+	return o.local(handleType, handle)
+}
+
+// onDisk is the file handle with the identity of the file system's device,
+// when the device has one.
+func (o openFileSystem) onDisk(handleType int32, handle []byte) (ID, bool) {
+	major, minor, ok := o.device()
+	if !ok {
+		return "", false
+	}
+	disk, _, err := deviceByNumber(sysfsRoot, major, minor)
+	if err != nil || disk == "" {
+		return "", false
+	}
+	id := FileHandleOnDisk(handleType, handle, disk)
+	return id, len(id) <= MaxLength
+}
+
+// local is the file handle with the file system's device number.
+func (o openFileSystem) local(handleType int32, handle []byte) ID {
 	return LocalFileHandle(unix.Major(o.dev), unix.Minor(o.dev), handleType, handle)
 }
 

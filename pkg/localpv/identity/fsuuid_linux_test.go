@@ -41,21 +41,30 @@ func mountLoopFS(t *testing.T, fsType string, args ...string) loopFS {
 	if out, err := exec.Command("mkfs."+fsType, append(args, l.img)...).CombinedOutput(); err != nil {
 		t.Fatalf("mkfs.%s %v: %v: %s", fsType, args, err, out)
 	}
-	out, err := exec.Command("losetup", "-f", "--show", l.img).CombinedOutput()
+	l.dev = mountImage(t, fsType, l.img, l.dir)
+	return l
+}
+
+// mountImage attaches the image img to a loop device and mounts its file
+// system of type fsType at dir; both are undone in Cleanup. It returns the
+// loop device.
+func mountImage(t *testing.T, fsType, img, dir string) string {
+	t.Helper()
+	out, err := exec.Command("losetup", "-f", "--show", img).CombinedOutput()
 	if err != nil {
 		testutil.MissingCapability(t, "losetup: %v: %s", err, out)
 	}
-	l.dev = strings.TrimSpace(string(out))
-	t.Cleanup(func() { _ = exec.Command("losetup", "-d", l.dev).Run() })
+	dev := strings.TrimSpace(string(out))
+	t.Cleanup(func() { _ = exec.Command("losetup", "-d", dev).Run() })
 	data := ""
 	if fsType == "xfs" {
 		data = "nouuid"
 	}
-	if err := unix.Mount(l.dev, l.dir, fsType, 0, data); err != nil {
-		t.Fatalf("mount %s %s: %v", fsType, l.dev, err)
+	if err := unix.Mount(dev, dir, fsType, 0, data); err != nil {
+		t.Fatalf("mount %s %s: %v", fsType, dev, err)
 	}
-	t.Cleanup(func() { _ = unix.Unmount(l.dir, unix.MNT_DETACH) })
-	return l
+	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
+	return dev
 }
 
 func handleOfPath(t *testing.T, p string) unix.FileHandle {

@@ -41,6 +41,12 @@ const (
 	// UUID or number (and, for a placeholder serial, the controller's
 	// address on its bus).
 	KindNVMe = "nvme"
+	// KindOSFS is a directory on the file system of its machine's OS (the
+	// one that holds /etc/machine-id): the file system's UUID, the file
+	// handle and the machine's ID. A cloned VM image carries one UUID and
+	// one handle on every machine made from it, so the identity is bound to
+	// its machine and weak.
+	KindOSFS = "osfs"
 )
 
 // MaxLength bounds an identity; longer ones are refused by Valid.
@@ -71,6 +77,12 @@ func Serial(model, serial string, size int64) ID {
 // FS returns the identity of a directory on a file system with a UUID.
 func FS(uuid string, handleType int32, handle []byte) ID {
 	return ID(KindFS + ":" + esc(uuid) + ":" + fileHandle(handleType, handle))
+}
+
+// OSFS returns the weak identity of a directory on the file system with a
+// UUID of the OS of the machine with ID machineID.
+func OSFS(uuid string, handleType int32, handle []byte, machineID string) ID {
+	return ID(KindOSFS + ":" + esc(uuid) + ":" + fileHandle(handleType, handle) + ":" + escField(machineID))
 }
 
 // FileHandle returns the legacy identity of a directory by its file handle
@@ -237,7 +249,7 @@ func DifferentDisk(a, b ID) bool { return a.Strong() && b.Strong() && Compare(a,
 func knownKind(k string) bool {
 	switch k {
 	case KindWWN, KindSerial, KindFS, KindLoop, KindFileHandle, KindPartition,
-		KindFileHandleOnDisk, KindLocalFileHandle, KindNVMe:
+		KindFileHandleOnDisk, KindLocalFileHandle, KindNVMe, KindOSFS:
 		return true
 	}
 	return false

@@ -7,6 +7,11 @@ import (
 	"testing"
 )
 
+const (
+	machineA = "3f9a1c0e5b7d4e2f8a6b0c1d2e3f4a5b"
+	machineB = "b2c4d6e8f0a1b3c5d7e9f1a2b3c4d5e6"
+)
+
 var (
 	rootHandle = []byte{2, 0, 0, 0, 0, 0, 0, 0} // every ext4 root: inode 2, generation 0
 	dirHandle  = []byte{12, 0, 0, 0, 7, 0, 0, 0}
@@ -48,6 +53,16 @@ func TestLegacyIdentities(t *testing.T) {
 			current: WWNSerial("naa.600a098038303053453f463045727a70", "SN0001"), want: Different},
 		{name: "two LUNs with one WWN", recorded: WWNSerial("naa.600a098038303053453f463045727a6f", "SN0001"),
 			current: WWNSerial("naa.600a098038303053453f463045727a6f", "SN0002"), want: Different},
+		{name: "fs of a directory on the OS file system, now bound to its machine", recorded: FS(u, 1, dirHandle),
+			current: OSFS(u, 1, dirHandle, machineA), want: Unknown, refines: true},
+		{name: "fs, now another directory on the OS file system", recorded: FS(u, 1, rootHandle),
+			current: OSFS(u, 1, dirHandle, machineA), want: Unknown},
+		{name: "fs, now the OS file system of another UUID", recorded: FS(u, 1, dirHandle),
+			current: OSFS("9c2d0d6e-6a3b-4a0b-8f35-1f1a0b3c4d5e", 1, dirHandle, machineA), want: Unknown},
+		{name: "fh, now a directory on the OS file system", recorded: FileHandle(1, dirHandle),
+			current: OSFS(u, 1, dirHandle, machineA), want: Unknown, refines: true},
+		{name: "a baked directory of one cloned image on two machines", recorded: OSFS(u, 1, dirHandle, machineA),
+			current: OSFS(u, 1, dirHandle, machineB), want: Different},
 		{name: "partition keeps its form", recorded: Partition(WWN("naa.1"), 1<<20, 1<<30), current: Partition(WWN("naa.1"), 1<<20, 1<<30), want: Same},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -94,6 +109,8 @@ func TestStrength(t *testing.T) {
 		{"handle on a placeholder disk", FileHandleOnDisk(1, rootHandle, Serial("nvme_card", "nvme_card", 1)), false},
 		{"handle and device number", LocalFileHandle(0, 52, 1, rootHandle), false},
 		{"legacy handle", FileHandle(1, rootHandle), false},
+		{"directory on the OS file system", OSFS("1b4e28ba-2fa1-11d2-883f-0016d3cca427", 1, dirHandle, machineA), false},
+		{"directory on the OS file system of an unbooted image", OSFS("1b4e28ba-2fa1-11d2-883f-0016d3cca427", 1, dirHandle, ""), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.id.Strong(); got != tc.strong {

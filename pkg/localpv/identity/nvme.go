@@ -125,9 +125,11 @@ func strongWWID(w string) bool {
 // all that recorded says: a legacy file handle (fh) against a directory
 // identity with the same handle, a legacy serial identity of an NVMe
 // namespace against its namespace identity (same model, serial and size),
-// a WWN alone against the WWN with a serial. Compare says Unknown for the
-// first two (Same for the WWN); a caller may then record current in place
-// of recorded. It proves no more than recorded did.
+// a WWN alone against the WWN with a serial, a file system identity (fs)
+// against the machine-bound identity (osfs) of a directory on the OS's
+// file system with the same UUID and handle. Compare says Unknown for each
+// of them; a caller may then record current in place of recorded. It
+// proves no more than recorded did.
 func Refines(recorded, current ID) bool {
 	rk, rrest, _ := strings.Cut(string(recorded), ":")
 	ck, crest, _ := strings.Cut(string(current), ":")
@@ -138,6 +140,11 @@ func Refines(recorded, current ID) bool {
 		return rs == "" && cs != "" && rw == cw
 	case rk == KindFileHandle:
 		return handleOf(ck, crest) == rrest && rrest != ""
+	case rk == KindFS && ck == KindOSFS:
+		// A directory on the OS's file system, recorded before such
+		// directories were bound to their machine.
+		f := strings.Split(crest, ":")
+		return len(f) == 3 && rrest == f[0]+":"+f[1]
 	case rk == KindSerial && ck == KindNVMe:
 		f := strings.Split(crest, ":")
 		if len(f) < 4 {
@@ -158,6 +165,8 @@ func handleOf(kind, rest string) string {
 	case kind == KindFileHandleOnDisk && len(f) >= 2:
 		return f[0]
 	case kind == KindLocalFileHandle && len(f) == 2:
+		return f[1]
+	case kind == KindOSFS && len(f) == 3:
 		return f[1]
 	}
 	return ""

@@ -118,7 +118,9 @@ func smallResources() v1.ResourceRequirements {
 // host directory is mounted read-only at its mountDir, /dev when a class
 // may hold devices or a held path lies in it, and the host's udev database
 // (a class with a disk selector reads its disks' records; every class may
-// need a file system's UUID from it, see package identity). held are the
+// need a file system's UUID from it, see package identity), and the host's
+// /etc, read-only, for its machine-id file, which tells directories on the
+// OS's file system (see package identity). held are the
 // host paths of the node's other local PVs, which the Job resolves (at most
 // report.MaxHeld; see HeldPaths; the others are counted in --held-omitted
 // and make the master refuse what they could hide). The pod has no API
@@ -159,6 +161,7 @@ func DiscoveryJob(p Params, cfg *config.Configuration, nodeName string, shards i
 	// runtime's socket and every container's root file system mount.
 	ps.Volumes = append(ps.Volumes, hostPathVolume("udev", HostUdevDir, v1.HostPathDirectoryOrCreate))
 	mounts = append(mounts, v1.VolumeMount{Name: "udev", MountPath: UdevMountPath, ReadOnly: true})
+	ps.Volumes, mounts = withHostEtc(ps.Volumes, mounts)
 	args := discoveryArgs(nodeName, specs, heldPaths, len(held)-len(heldPaths))
 	shards = min(max(shards, p.DiscoveryShards, 1), report.MaxShards)
 	for i := range shards {
@@ -178,16 +181,6 @@ func DiscoveryJob(p Params, cfg *config.Configuration, nodeName string, shards i
 	}
 	return j
 }
-
-// HostUdevDir is the host's udev run directory, which discovery Jobs and
-// the cleanup Jobs of directories mount read-only at UdevMountPath, so that
-// discovery reads udev's record of each disk (discovery.DefaultUdevDataDir)
-// and both find a file system's UUID where the kernel has no ioctl for it
-// and the device cannot be read (ext4 before Linux 6.0, unprivileged).
-const (
-	HostUdevDir   = "/run/udev"
-	UdevMountPath = "/host/run/udev"
-)
 
 // discoveryArgs returns the discover command; omitted counts the held paths
 // beyond report.MaxHeld, which the report carries so that the master
@@ -280,24 +273,17 @@ type CleanupTarget struct {
 	DiskID                identity.ID
 }
 
-// HostEtcPath is where a cleanup container sees the host's /etc, and
-// MachineIDPath the host's /etc/machine-id in it (the cleanup command's
-// default --machine-id-file).
-const (
-	HostEtcPath   = "/host/etc"
-	MachineIDPath = HostEtcPath + "/machine-id"
-)
-
 // CleanupJob returns the cleanup Job of one attempt. It carries the whole
 // target in annotations, so a retry can be built from it after the PV is
 // gone. It has no finalizer, so deleting its namespace never waits for the
-// master, and no ttlSecondsAfterFinished: a finished Job is the lock of its
-// path until the master has acted on its result (reported it, and retried
-// it, or deleted or dropped its PV), which it does before it deletes the
-// Job. With the PV gone, a failed Job is the only lock; a TTL would let it
-// go, with the disk unwiped, while no master ran. Its container checks the
-// PV's machine and disk before it wipes: when a machine ID is recorded, the
-// host's /etc is mounted read-only as a directory, so that a node without
+// master, and no ttlSecondsAfterFinished: a Job is the lock of its path
+// until the master has acted on its result (reported it, and retried it,
+// or deleted or dropped its PV), which it does before it deletes the Job.
+// With the PV gone, a failed Job is the only lock; a TTL would let it go,
+// with the disk unwiped, while no master ran. Its container checks the
+// PV's machine and disk before it wipes: when a machine ID is recorded, or
+// the disk is a directory on the OS's file system, the host's /etc is
+// mounted read-only as a directory (withHostEtc), so that a node without
 // /etc/machine-id runs the pod, which cannot read the ID, rather than
 // leaving it Pending; params.CleanupDeadline bounds the whole run.
 func CleanupJob(p Params, cfg *config.Configuration, t CleanupTarget, attempt int) *batchv1.Job {
@@ -340,9 +326,8 @@ func CleanupJob(p Params, cfg *config.Configuration, t CleanupTarget, attempt in
 		ps.Volumes = append(ps.Volumes, hostPathVolume("udev", HostUdevDir, v1.HostPathDirectoryOrCreate))
 		mounts = append(mounts, v1.VolumeMount{Name: "udev", MountPath: UdevMountPath, ReadOnly: true})
 	}
-	if t.MachineID != "" {
-		ps.Volumes = append(ps.Volumes, hostPathVolume("host-etc", "/etc", v1.HostPathDirectory))
-		mounts = append(mounts, v1.VolumeMount{Name: "host-etc", MountPath: HostEtcPath, ReadOnly: true})
+	if t.MachineID != "" || t.DiskID.Kind() == identity.KindOSFS {
+		ps.Volumes, mounts = withHostEtc(ps.Volumes, mounts)
 	}
 	ps.Containers = []v1.Container{{
 		Name:                     "cleanup",

@@ -17,6 +17,7 @@ import (
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
 	"github.com/nodeplug/nodeplug/pkg/localpv/discovery"
+	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
 	"github.com/nodeplug/nodeplug/pkg/localpv/naming"
 	"github.com/nodeplug/nodeplug/pkg/localpv/report"
 )
@@ -167,8 +168,8 @@ e2e: {hostDir: /mnt/disks/by-id, volumeMode: Block, blockCleanerCommand: [blkdis
 	for _, v := range ps.Volumes {
 		paths = append(paths, v.HostPath.Path)
 	}
-	if !slices.Equal(paths, []string{"/mnt/disks/by-id", "/dev", HostUdevDir}) {
-		t.Errorf("volumes = %v, want the link directory outside /dev, /dev and udev's directory", paths)
+	if !slices.Equal(paths, []string{"/mnt/disks/by-id", "/dev", HostUdevDir, "/etc"}) {
+		t.Errorf("volumes = %v, want the link directory outside /dev, /dev, udev's directory and /etc", paths)
 	}
 	for _, m := range ps.Containers[0].VolumeMounts {
 		if !m.ReadOnly || m.Name == "udev" && m.MountPath != UdevMountPath {
@@ -299,9 +300,11 @@ func TestDiscoveryJobCountsOmittedHeldPaths(t *testing.T) {
 func TestCleanupJobCarriesIdentity(t *testing.T) {
 	cfg := testConfig(t, nil)
 	const disk = "fs:1b4e28ba-2fa1-11d2-883f-0016d3cca427:1.0200"
+	const osDisk = "osfs:1b4e28ba-2fa1-11d2-883f-0016d3cca427:1.0200:3f9a1c0e5b7d4e2f8a6b0c1d2e3f4a5b"
 	tests := []struct {
 		name           string
 		machine, uuid  string
+		disk           identity.ID
 		wantArgs       []string
 		notArgs        []string
 		wantMachineVol bool
@@ -312,9 +315,16 @@ func TestCleanupJobCarriesIdentity(t *testing.T) {
 		{name: "system UUID only", uuid: "EC2A6C3E-1B2D", wantArgs: []string{"--system-uuid=EC2A6C3E-1B2D", "--disk-id=" + disk},
 			notArgs: []string{"--machine-id="}},
 		{name: "no machine recorded", wantArgs: []string{"--disk-id=" + disk}, notArgs: []string{"--machine-id=", "--system-uuid="}},
+		// The check reads the machine-id file to tell the OS's file system.
+		{name: "a directory on the OS file system, no machine recorded", disk: osDisk, wantArgs: []string{"--disk-id=" + osDisk},
+			notArgs: []string{"--machine-id="}, wantMachineVol: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			disk := identity.ID(disk)
+			if tc.disk != "" {
+				disk = tc.disk
+			}
 			target := CleanupTarget{PVName: "pv", PVUID: "uid", NodeName: "a", Class: "fast", Kind: report.KindDirectory,
 				HostPath: "/mnt/fast/v1", Mount: cfg.StorageClassMap["fast"], MachineID: tc.machine, SystemUUID: tc.uuid, DiskID: disk}
 			for _, j := range []*batchv1.Job{CleanupJob(Params{Namespace: "lpv", Image: "img"}, cfg, target, 1),
@@ -331,7 +341,7 @@ func TestCleanupJobCarriesIdentity(t *testing.T) {
 						t.Errorf("%s: args %v have %s", j.Name, args, a)
 					}
 				}
-				if j.Annotations[AnnDiskID] != disk || j.Annotations[AnnMachineID] != tc.machine || j.Annotations[AnnSystemUUID] != tc.uuid {
+				if j.Annotations[AnnDiskID] != string(disk) || j.Annotations[AnnMachineID] != tc.machine || j.Annotations[AnnSystemUUID] != tc.uuid {
 					t.Errorf("%s: annotations %v do not carry the identity", j.Name, j.Annotations)
 				}
 				hasVol := slices.ContainsFunc(ps.Volumes, func(v v1.Volume) bool {

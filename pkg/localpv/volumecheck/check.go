@@ -26,8 +26,11 @@ const (
 	ReasonNotMounted Reason = "device_not_mounted"
 )
 
-// Reader reads the identity of what path leads to now.
-type Reader func(path string) (identity.ID, error)
+// Reader reads the identity of what path leads to now, in the form of the
+// identity recorded where what path leads to has that form (see
+// identity.DirectoryAs): the kubelet may read what discovery could not,
+// and must compute what discovery recorded.
+type Reader func(path string, recorded identity.ID) (identity.ID, error)
 
 // maxOwners bounds the in-memory index of disk identities; a node has far
 // fewer local PVs.
@@ -137,7 +140,7 @@ func (c *checker) Check(pv *v1.PersistentVolume) error {
 	}
 	c.observe(pv.Name, recorded)
 	path := pv.Spec.Local.Path
-	found, err := c.read(path)
+	found, err := c.read(path, recorded)
 	r := &Refusal{PV: pv.Name, Path: path, Recorded: recorded, Found: found, ReadErr: err}
 	if err == nil {
 		r.Owner = c.owner(found, pv.Name)

@@ -41,7 +41,7 @@ func localPV(name, path string, id identity.ID) *v1.PersistentVolume {
 // found is a Reader over a fixed view of the node: what each path leads to.
 type found map[string]any
 
-func (f found) read(path string) (identity.ID, error) {
+func (f found) read(path string, _ identity.ID) (identity.ID, error) {
 	switch v := f[path].(type) {
 	case identity.ID:
 		return v, nil

@@ -5,7 +5,10 @@
 // The local volume provisioner records a PV's disk in the annotation
 // localpv.nodeplug.io/disk-id (package identity). A Checker reads what the
 // PV's spec.local.path leads to now (a directory's file system, a block
-// device, a partition) and compares it with the record:
+// device, a partition), in the record's form where it has that form
+// (identity.DirectoryAs: the kubelet computes the file handle with the
+// device's identity that unprivileged discovery recorded, though it could
+// read the file system's UUID), and compares it with the record:
 //
 //   - same identity: the mount goes ahead;
 //   - another disk (Compare says Different, or the disk found is one that

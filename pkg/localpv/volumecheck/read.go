@@ -10,11 +10,11 @@ import (
 )
 
 // PathReader returns the Reader the provisioner's discovery agrees with:
-// a directory's identity (identity.Directory), or for a path that is or
-// links to a block device, the device's (identity.Device, read from sysfs
-// below sysDir, default /sys).
+// a directory's identity in the recorded form (identity.DirectoryAs), or
+// for a path that is or links to a block device, the device's
+// (identity.Device, read from sysfs below sysDir, default /sys).
 func PathReader(sysDir string) Reader {
-	return func(path string) (identity.ID, error) {
+	return func(path string, recorded identity.ID) (identity.ID, error) {
 		dev, isDev, err := ResolveDevice(path)
 		switch {
 		case err != nil:
@@ -23,7 +23,7 @@ func PathReader(sysDir string) Reader {
 			id, _, err := identity.Device(sysDir, dev)
 			return id, err
 		}
-		return identity.Directory(path)
+		return identity.DirectoryAs(path, recorded)
 	}
 }
 

@@ -35,7 +35,7 @@ func TestResolveDevice(t *testing.T) {
 			if (err != nil) != tc.wantErr || isDev {
 				t.Fatalf("ResolveDevice(%s) = device %v, %v; want error %v", tc.path, isDev, err, tc.wantErr)
 			}
-			if _, err := PathReader("")(tc.path); (err != nil) != tc.wantErr {
+			if _, err := PathReader("")(tc.path, ""); (err != nil) != tc.wantErr {
 				t.Fatalf("PathReader(%s): %v, want error %v", tc.path, err, tc.wantErr)
 			}
 		})

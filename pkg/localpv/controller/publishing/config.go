@@ -29,6 +29,9 @@ type Publisher interface {
 	// RecountMissing sets the gauge of PVs whose disk is missing from the
 	// cache.
 	RecountMissing()
+	// Forget drops what is remembered of a node that is gone: the
+	// identities its last report had.
+	Forget(node string)
 }
 
 // State is what the master's caches say of its PVs and cleanup Jobs.
@@ -78,11 +81,16 @@ type Config struct {
 	VolumeChanged func(id string)
 }
 
-type publisher struct{ Config }
+type publisher struct {
+	Config
+	reported *reported
+}
 
 var _ Publisher = &publisher{}
 
 // New returns a Publisher.
-func New(cfg Config) Publisher { return &publisher{cfg} }
+func New(cfg Config) Publisher { return &publisher{Config: cfg, reported: newReported()} }
+
+func (p *publisher) Forget(node string) { p.reported.forget(node) }
 
 func (p *publisher) RecountMissing() { p.recountMissing("", false) }

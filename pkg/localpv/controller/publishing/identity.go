@@ -57,6 +57,9 @@ type takenDisks struct {
 	// shared are the identities that two devices of the node report, with
 	// the paths that lead to them: no identity at all.
 	shared map[identity.ID][]string
+	// elsewhere returns another node that reports an identity too, or "":
+	// such an identity names no one disk across nodes.
+	elsewhere func(identity.ID) string
 }
 
 // unwipedFor returns the remembered unwiped disk a volume's disk is. A
@@ -66,17 +69,21 @@ func (t *takenDisks) unwipedFor(node, path string, id identity.ID) (string, unwi
 	if id == "" {
 		return "", unwiped.Disk{}, false
 	}
+	unique := t.elsewhere == nil || t.elsewhere(id) == ""
 	key := unwiped.Key(node, path, id)
-	if d, ok := t.unwiped[key]; ok && d.ID == id {
+	// Another node's disk only where no other node reports id too.
+	if d, ok := t.unwiped[key]; ok && d.ID == id && (d.Node == node || unique) {
 		return key, d, true
 	}
-	// Remembered under a legacy form of id (a weak one on its node and
-	// path only): a released PV recorded as a bare file handle, whose
-	// cleanup found no proof and dropped it, still holds its tenant's data.
-	// In key order, so that every pass picks the same entry when several
-	// legacy records agree with id.
+	// Remembered under a legacy form of id (on its node and path only
+	// unless both are strong): a released PV recorded as a bare file
+	// handle, whose cleanup found no proof and dropped it, still holds its
+	// tenant's data; a strong fs of a directory baked into a VM image, now
+	// read bound to its machine (osfs), is every clone's and names one
+	// node's only. In key order, so that every pass picks the same entry
+	// when several legacy records agree with id.
 	for _, k := range slices.Sorted(maps.Keys(t.unwiped)) {
-		if d := t.unwiped[k]; identity.Refines(d.ID, id) && (d.ID.Strong() || (d.Node == node && d.Path == path)) {
+		if d := t.unwiped[k]; identity.Refines(d.ID, id) && (d.ID.Strong() && id.Strong() && unique || d.Node == node && d.Path == path) {
 			return k, d, true
 		}
 	}
@@ -88,7 +95,7 @@ func (t *takenDisks) unwipedFor(node, path string, id identity.ID) (string, unwi
 // that keep their PV, and what the other local PVs' paths lead to.
 func (p *publisher) takenOn(ctx context.Context, node *v1.Node, res *validation.Result, held []report.Held) (*takenDisks, error) {
 	t := &takenDisks{ids: map[identity.ID]string{}, devs: map[string]string{}, at: map[string][]*v1.PersistentVolume{},
-		shared: sharedIdentities(res, held)}
+		shared: sharedIdentities(res, held), elsewhere: func(id identity.ID) string { return p.reported.elsewhere(node.Name, id) }}
 	var err error
 	if t.unwiped, err = p.Unwiped.Load(ctx); err != nil {
 		return nil, err
@@ -178,6 +185,13 @@ func (p *publisher) matchPath(ctx context.Context, node *v1.Node, v validation.V
 		rec := machine.Recorded(pv)
 		switch {
 		case goingUnused(pv):
+		case identity.SameDisk(diskOf(pv), v.Volume.ID) && t.elsewhere(v.Volume.ID) != "":
+			p.skipDisk(node, v, "DiskIdentityShared", fmt.Sprintf("PV %s of the machine that ran under this node name before "+
+				"(%s) records the disk found at this path (%s), but node %s reports that identity too (a file system cloned into "+
+				"several images, disks made from one snapshot), so it proves no disk kept across machines; the PV stays marked and "+
+				"nothing is published at the path. Delete the claim and PV %s once its data is given up",
+				pv.Name, rec, v.Volume.ID, t.elsewhere(v.Volume.ID), pv.Name))
+			return true, nil
 		case identity.SameDisk(diskOf(pv), v.Volume.ID):
 			return true, p.adoptDisk(ctx, node, pv, rec, cur)
 		case identity.DifferentDisk(diskOf(pv), v.Volume.ID):
@@ -186,6 +200,12 @@ func (p *publisher) matchPath(ctx context.Context, node *v1.Node, v validation.V
 					return true, err
 				}
 			}
+		case v.Volume.ID.Kind() == identity.KindOSFS:
+			p.skipDisk(node, v, "DiskIdentityUnknown", fmt.Sprintf("PV %s of the machine that ran under this node name before "+
+				"(%s) is at this path, which is on this machine's OS file system (%q): a machine made from the same image has "+
+				"a directory there with the same file system UUID, which is not the PV's data; the PV stays marked and nothing "+
+				"is published at the path. Delete the claim and PV %s once its data is given up", pv.Name, rec, v.Volume.ID, pv.Name))
+			return true, nil
 		default:
 			p.skipDisk(node, v, "DiskIdentityUnknown", fmt.Sprintf("PV %s of the machine that ran under this node name before "+
 				"(%s) is at this path, and its disk (%q) cannot be proven to be, or not to be, the disk there now (%q); the PV "+
@@ -214,8 +234,11 @@ func (p *publisher) matchOwnPath(ctx context.Context, pv *v1.PersistentVolume, v
 		if diskOf(pv) == "" && v.Volume.ID != "" {
 			return p.stampDisk(ctx, pv, v)
 		}
-		if v.Volume.ID == "" || v.Volume.ID == diskOf(pv) {
-			return nil // nothing proves a change (a legacy identity); the PV stays as it is
+		if v.Volume.ID == "" || v.Volume.ID == diskOf(pv) || identity.Refines(v.Volume.ID, diskOf(pv)) {
+			// Nothing proves a change (a legacy identity, or the record's
+			// older form: a directory on the OS file system read as fs
+			// where the machine-id file was not seen); the PV stays as it is.
+			return nil
 		}
 		if identity.Refines(diskOf(pv), v.Volume.ID) {
 			if who := t.idHolder(v.Volume.ID); who != "" && who != "PV "+pv.Name {

@@ -33,6 +33,7 @@ func (p *publisher) Publish(ctx context.Context, node *v1.Node, res *validation.
 		p.Recorder.Eventf(node, v1.EventTypeWarning, "MissingHostnameLabel", "Node has no %s label; no PV can be published", v1.LabelHostname)
 		return nil
 	}
+	p.reported.record(node.Name, res)
 	taken, err := p.takenOn(ctx, node, res, held)
 	if err != nil {
 		return err

@@ -83,6 +83,15 @@ func TestLegacyIdentityRefined(t *testing.T) {
 			wantEvent: "DiskReplaced", check: recorded(legacyDir)},
 		{name: "a missing PV keeps its legacy record", vols: map[string]identity.ID{"vol1": dir}, class: fastClass(mine),
 			state: fakeState{onNode: []*v1.PersistentVolume{missingPV(existingPV("vol1", legacyDir, v1.VolumeBound))}}, check: recorded(legacyDir)},
+		{name: "a directory on the OS file system recorded as fs, now bound to its machine", class: fastClass(mine),
+			vols:  map[string]identity.ID{"vol1": identity.OSFS("0b6c3f9e-1d2a-4c5b-9e8f-7a6b5c4d3e21", 1, root, "3f9a1c0e5b7d4e2f8a6b0c1d2e3f4a5b")},
+			state: fakeState{onNode: []*v1.PersistentVolume{existingPV("vol1", dir, v1.VolumeBound)}},
+			check: recorded(identity.OSFS("0b6c3f9e-1d2a-4c5b-9e8f-7a6b5c4d3e21", 1, root, "3f9a1c0e5b7d4e2f8a6b0c1d2e3f4a5b"))},
+		{name: "a directory recorded bound to its machine, read without the machine-id file, changes nothing", class: fastClass(mine),
+			vols: map[string]identity.ID{"vol1": dir},
+			state: fakeState{onNode: []*v1.PersistentVolume{existingPV("vol1",
+				identity.OSFS("0b6c3f9e-1d2a-4c5b-9e8f-7a6b5c4d3e21", 1, root, "3f9a1c0e5b7d4e2f8a6b0c1d2e3f4a5b"), v1.VolumeBound)}},
+			check: recorded(identity.OSFS("0b6c3f9e-1d2a-4c5b-9e8f-7a6b5c4d3e21", 1, root, "3f9a1c0e5b7d4e2f8a6b0c1d2e3f4a5b"))},
 		{name: "another directory than the legacy handle's is another disk", class: fastClass(mine),
 			vols:    map[string]identity.ID{"vol1": identity.FS("0b6c3f9e-1d2a-4c5b-9e8f-7a6b5c4d3e21", 1, []byte{12, 0, 0, 0, 1, 0, 0, 0})},
 			state:   fakeState{onNode: []*v1.PersistentVolume{existingPV("vol1", legacyDir, v1.VolumeBound)}},
@@ -101,10 +110,7 @@ func TestUnwipedUnderLegacyIdentity(t *testing.T) {
 	mine := "lpv/" + provisioner
 	root := []byte{2, 0, 0, 0, 0, 0, 0, 0}
 	legacy, now := identity.FileHandle(1, root), identity.FS("0b6c3f9e-1d2a-4c5b-9e8f-7a6b5c4d3e21", 1, root)
-	remembered := func(node string) []runtime.Object {
-		return []runtime.Object{unwipedtest.Object(unwiped.Disk{ID: legacy, PV: "old-pv", Node: node, Path: "/mnt/fast/vol1",
-			Since: "2026-01-01T00:00:00Z", Reason: "identity_mismatch"})}
-	}
+	remembered := func(node string) []runtime.Object { return rememberedAs(t, node, legacy) }
 	for _, tc := range []publishCase{
 		{name: "on its node it is held for an admin", vols: map[string]identity.ID{"vol1": now}, class: fastClass(mine),
 			// The DiskHeld Event names who remembered it.
@@ -133,4 +139,36 @@ func TestUnwipedUnderLegacyIdentity(t *testing.T) {
 func missingPV(pv *v1.PersistentVolume) *v1.PersistentVolume {
 	pv.Annotations[jobs.AnnVolumeMissing] = "2026-01-01T00:00:00Z"
 	return pv
+}
+
+// rememberedAs is the memory of one disk dropped unwiped on node, as id.
+func rememberedAs(t *testing.T, node string, id identity.ID) []runtime.Object {
+	t.Helper()
+	return []runtime.Object{unwipedtest.Object(unwiped.Disk{ID: id, PV: "old-pv", Node: node, Path: "/mnt/fast/vol1",
+		Since: "2026-01-01T00:00:00Z", Reason: "identity_mismatch"})}
+}
+
+// TestUnwipedBakedDirectoryPerNode (review N1, cloned images): a directory
+// baked into a VM image has the image's file system UUID and handle on
+// every node cloned from it. Remembered as unwiped, on one node, under the
+// strong fs an older release recorded, it is held on that node only, where
+// it is read as the machine-bound osfs; the same baked directory of every
+// other node is published. Before, the strong legacy entry held it on
+// every node.
+func TestUnwipedBakedDirectoryPerNode(t *testing.T) {
+	mine := "lpv/" + provisioner
+	const u = "5d1e7c3a-9b2f-4a6e-8c0d-1f2e3a4b5c6d"
+	h := []byte{12, 0, 0, 0, 7, 0, 0, 0}
+	legacy, now := identity.FS(u, 1, h), identity.OSFS(u, 1, h, "3f9a1c0e5b7d4e2f8a6b0c1d2e3f4a5b")
+	pv := naming.PVNameForID(naming.MachineVolumeID("a", "/mnt/fast/vol1", "m1", "u1"))
+	for _, tc := range []publishCase{
+		{name: "on its node it is held for an admin", vols: map[string]identity.ID{"vol1": now}, class: fastClass(mine),
+			extra: rememberedAs(t, "a", legacy), wantEvent: "DiskHeld", wantPVs: []string{pv}},
+		{name: "another node's baked directory is published", vols: map[string]identity.ID{"vol1": now}, class: fastClass(mine),
+			extra: rememberedAs(t, "b", legacy), wantPVs: []string{pv}},
+		{name: "another node's machine-bound entry is not this directory", vols: map[string]identity.ID{"vol1": now}, class: fastClass(mine),
+			extra: rememberedAs(t, "b", identity.OSFS(u, 1, h, "b2c4d6e8f0a1b3c5d7e9f1a2b3c4d5e6")), wantPVs: []string{pv}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { runPublishCase(t, tc) })
+	}
 }

@@ -33,7 +33,7 @@ func TestComposesWithMountPods(t *testing.T) {
 	dirA, dirB := t.TempDir(), t.TempDir()
 	fsA, fsB := identity.FS("8f1c2b4e-0000-4000-8000-00000000000a", 1, []byte{1}), identity.FS("8f1c2b4e-0000-4000-8000-00000000000b", 1, []byte{1})
 	node := map[string]identity.ID{devA: idA, devB: idB, dirA: fsB, dirB: fsA}
-	read := func(path string) (identity.ID, error) { return node[path], nil }
+	read := func(path string, _ identity.ID) (identity.ID, error) { return node[path], nil }
 	orders := map[string]func(check volumecheck.Checker, op localadapter.Operation) ([]volume.VolumePlugin, error){
 		"check outside mount pods": func(check volumecheck.Checker, op localadapter.Operation) ([]volume.VolumePlugin, error) {
 			inner, err := localadapter.Wrap(upstreamlocal.ProbeVolumePlugins(), op)
