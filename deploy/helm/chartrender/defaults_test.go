@@ -157,3 +157,34 @@ func TestCRDsAreKept(t *testing.T) {
 		}
 	}
 }
+
+// TestSecondReleaseLeavesTheCRDs: one release per cluster owns the
+// cluster-scoped CRDs; another release, in another namespace, sets
+// nodeplug.installCRDs to false and renders neither, since Helm refuses a
+// second owner of an object.
+func TestSecondReleaseLeavesTheCRDs(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		values  map[string]any
+		wantCRD bool
+	}{
+		{name: "default", wantCRD: true},
+		{name: "installCRDs false", values: map[string]any{"nodeplug": map[string]any{"installCRDs": false}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := render(t, "second", "storage-b", tc.values)
+			var crds []string
+			for _, o := range r.objs {
+				if o.GetKind() == "CustomResourceDefinition" {
+					crds = append(crds, o.GetName())
+				}
+			}
+			if got := len(crds) == 2; got != tc.wantCRD || (!tc.wantCRD && len(crds) != 0) {
+				t.Errorf("CRDs %v, want both: %v", crds, tc.wantCRD)
+			}
+			if r.deployment("second-local-volume-provisioner-master") == nil {
+				t.Error("no master rendered")
+			}
+		})
+	}
+}
