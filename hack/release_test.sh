@@ -88,13 +88,15 @@ one_platform() {
   find . -type f ! -name SHA256SUMS -printf '%P\n' | LC_ALL=C sort | xargs sha256sum >"${work}/sums" && mv "${work}/sums" SHA256SUMS
 }
 broken "an image index with amd64 only" one_platform
-no_binary() {
-  local d=${work}/tar/nodeplug-${version}-linux-arm64
-  rm "${d}/bin/flexvolume-installer"
-  np::release::tar_gz "${work}/tar" "nodeplug-${version}-linux-arm64" "nodeplug-${version}-linux-arm64.tar.gz"
+no_binary() { # ARCH BINARY
+  local d=${work}/tar/nodeplug-${version}-linux-$1
+  mv "${d}/bin/$2" "${work}/saved"
+  np::release::tar_gz "${work}/tar" "nodeplug-${version}-linux-$1" "nodeplug-${version}-linux-$1.tar.gz"
+  mv "${work}/saved" "${d}/bin/$2"
   find . -type f ! -name SHA256SUMS -printf '%P\n' | LC_ALL=C sort | xargs sha256sum >"${work}/sums" && mv "${work}/sums" SHA256SUMS
 }
-broken "an arm64 tarball without flexvolume-installer" no_binary
+broken "an arm64 tarball without flexvolume-installer" no_binary arm64 flexvolume-installer
+broken "an amd64 tarball without mount-utilities-upgrade" no_binary amd64 mount-utilities-upgrade
 
 # Platform images' contents (np::release::check_image) and the staging of
 # another architecture's tools (np::release::staged_binary_args), offline:
@@ -124,6 +126,54 @@ expect "image: an amd64 binary in the arm64 image" fail image amd64 arm64-amd64-
 expect "image: an amd64 binary without its libc" fail image amd64-nolibc arm64
 expect "image: an arm64 binary without its loader" fail image amd64 arm64-noloader
 expect "image: a tool at another path in the arm64 image" fail image amd64 arm64-other-path
+
+# The kube-controller-manager image and the server tarballs kind reads,
+# made by the release's own functions from placeholder binaries: for amd64
+# the host's /usr/bin/true (linked with glibc, as make build links the
+# controller-manager), for arm64 an "arm64" copy of the static busybox (as
+# the release cross-builds it static).
+mkdir -p "${work}/kb/amd64" "${work}/kb/arm64" "${work}/kout/images" "${work}/kwork"
+cp /usr/bin/true "${work}/kb/amd64/kube-controller-manager" && cp /usr/bin/true "${work}/kb/amd64/kubelet"
+as_arm64 /bin/busybox "${work}/kb/arm64/kube-controller-manager" && as_arm64 /bin/busybox "${work}/kb/arm64/kubelet"
+ln -s "${work}/mkimage" "${work}/kwork/mkimage"
+kcm_release() {
+  local arch
+  np::release::kcm_image "${version}" "${work}/kb" "${work}/kout" "${work}/kwork" || return 1
+  for arch in "${NP_RELEASE_ARCHES[@]}"; do
+    np::release::server_tarball "${arch}" "${version}" "${work}/kb" "${work}/kout" "${work}/kwork" || return 1
+  done
+}
+kcm_index() {
+  local got
+  got=$(np::release::platforms "${work}/kout/images/kube-controller-manager-${version}.oci.tar") &&
+    [[ "${got}" == "linux/amd64 linux/arm64" ]] || { echo "platforms '${got:-}'"; return 1; }
+  np::release::check_image "${work}/kout/images/kube-controller-manager-${version}.oci.tar"
+}
+expect "kube-controller-manager image and server tarballs made" ok kcm_release
+expect "kube-controller-manager image: both platforms, the amd64 binary with its libc and loader" ok kcm_index
+expect "server tarball amd64: the layout kind reads" ok np::release::check_server_tarball "${work}/kout/kubernetes-server-linux-amd64.tar.gz" amd64
+expect "server tarball arm64: the layout kind reads" ok np::release::check_server_tarball "${work}/kout/kubernetes-server-linux-arm64.tar.gz" arm64
+# server_broken NAME ARCH COMMAND...: the ARCH server tarball, changed by
+# COMMAND (run in its unpacked copy) and packed again, must be refused.
+server_broken() {
+  local name=$1 arch=$2
+  shift 2
+  rm -rf "${work}/sb" "${work}/sb.tar.gz" && mkdir -p "${work}/sb"
+  tar -C "${work}/sb" -xzf "${work}/kout/kubernetes-server-linux-${arch}.tar.gz"
+  (cd "${work}/sb" && "$@" && tar -czf "${work}/sb.tar.gz" -- *)
+  expect "server tarball: ${name}" fail np::release::check_server_tarball "${work}/sb.tar.gz" "${arch}"
+}
+kbin=kubernetes/server/bin
+server_broken "no kubernetes/version" amd64 rm kubernetes/version
+server_broken "a symlink, which kind writes as an empty file" amd64 ln -sf kube-controller-manager "${kbin}/kubelet"
+server_broken "an entry outside kubernetes/" amd64 touch README
+server_broken "the image tagged with nodeplug's name, so kubeadm pulls upstream's" amd64 \
+  cp "${work}/kwork/kube-controller-manager-amd64.tar" "${kbin}/kube-controller-manager.tar"
+server_broken "the arm64 image in the amd64 tarball" amd64 \
+  cp "${work}/kwork/kube-controller-manager-arm64.kind.tar" "${kbin}/kube-controller-manager.tar"
+server_broken "an amd64 kubelet in the arm64 tarball" arm64 cp /usr/bin/true "${kbin}/kubelet"
+server_broken "the image's binary is not server/bin's" amd64 cp /bin/busybox "${kbin}/kube-controller-manager"
+server_broken "a docker_tag of another version" amd64 sh -c "echo v0.0.1 >${kbin}/kube-controller-manager.docker_tag"
 
 # A root of unpacked "arm64 packages": pre-merged /usr, libraries by
 # soname links, as Debian 12's packages have them.
@@ -161,4 +211,4 @@ expect "arch version: none of the host's source version" fail arch_version libc6
 expect "arch version: a package the mirror lacks" fail arch_version libfoo1 1.0-1 -
 
 ((failures == 0)) || np::die "release_test: ${failures} case(s) failed" "see the cases above"
-np::log "release_test: version and RELEASE_ONLY refusals, np::release::check accepts a release and refuses 5 broken ones, np::release::check_image accepts an image and refuses 4 broken ones, np::release::staged_binary_args stages a tool and refuses 3 bad roots, np::release::arch_version picks 2 versions and refuses 2"
+np::log "release_test: version and RELEASE_ONLY refusals, np::release::check accepts a release and refuses 6 broken ones, the kube-controller-manager image passes np::release::check_image, np::release::check_server_tarball accepts both server tarballs and refuses 8 broken ones, np::release::check_image accepts an image and refuses 4 broken ones, np::release::staged_binary_args stages a tool and refuses 3 bad roots, np::release::arch_version picks 2 versions and refuses 2"

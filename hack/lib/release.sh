@@ -9,13 +9,14 @@ source "$(dirname "${BASH_SOURCE[0]}")/build.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/images.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/helm.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/release-debs.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/release-server.sh"
 
 NP_RELEASE_ARCHES=(amd64 arm64)
 # The binaries of the per-architecture tarballs. The first two are heavy
 # (upstream's kubelet and controller-manager): RELEASE_ONLY=small leaves
 # them out.
 NP_RELEASE_HEAVY=(kubelet kube-controller-manager)
-NP_RELEASE_SMALL=(local-volume-provisioner flexvolume-installer)
+NP_RELEASE_SMALL=(local-volume-provisioner flexvolume-installer mount-utilities-upgrade)
 # The directories of the manifests tarball.
 NP_RELEASE_MANIFESTS=(deploy/local-volume-provisioner deploy/flexvolume deploy/mount-utilities)
 
@@ -61,7 +62,8 @@ np::release::build_arch() {
       if ((${#heavy[@]} > 0)); then
         CGO_ENABLED=${cgo} go build -tags "${tags}" -ldflags "${ldflags}" -o "${dir}/" "${heavy[@]}"
       fi &&
-      CGO_ENABLED=0 go build -ldflags "-s -w" -o "${dir}/" ./cmd/local-volume-provisioner ./cmd/flexvolume-installer &&
+      CGO_ENABLED=0 go build -ldflags "-s -w" -o "${dir}/" ./cmd/local-volume-provisioner ./cmd/flexvolume-installer \
+        ./cmd/mount-utilities-upgrade &&
       if [[ "${mu}" == true ]]; then
         CGO_ENABLED=0 go build -ldflags "-s -w" -o "${dir}/mount-utilities-init" ./build/mount-utilities/init &&
           CGO_ENABLED=0 go build -ldflags "-s -w" -o "${dir}/nodeplug-fuse-loopback" ./build/mount-utilities/fuse-loopback
@@ -129,7 +131,8 @@ np::release::mount_utilities() {
 
 # np::release::images VERSION BUILD OUT WORK: OUT/images/NAME-VERSION.oci.tar
 # for each released image, each with every architecture's image
-# (mount-utilities left out with RELEASE_ONLY=small).
+# (mount-utilities and kube-controller-manager left out with
+# RELEASE_ONLY=small).
 np::release::images() {
   local version=$1 build=$2 out=$3 work=$4 name arch tars
   mkdir -p "${out}/images"
@@ -154,6 +157,7 @@ np::release::images() {
   "${work}/mkimage" index -o "${out}/images/mount-utilities-${version}.oci.tar" \
     -name "$(np::release::image_ref mount-utilities "${version}")" "${tars[@]}" ||
     np::die "writing the OCI index of mount-utilities failed"
+  np::release::kcm_image "${version}" "${build}" "${out}" "${work}"
 }
 
 # np::release::manifests VERSION OUT: the manifests tarball and the
@@ -192,6 +196,11 @@ np::release::all() {
     np::release::binaries_tarball "${arch}" "${version}" "${build}" "${out}"
   done
   np::release::images "${version}" "${build}" "${out}" "${build}/work"
+  if [[ "${RELEASE_ONLY:-all}" == all ]]; then
+    for arch in "${NP_RELEASE_ARCHES[@]}"; do
+      np::release::server_tarball "${arch}" "${version}" "${build}" "${out}" "${build}/work"
+    done
+  fi
   np::release::manifests "${version}" "${out}" "${build}/work"
   (cd "${out}" && find . -type f -printf '%P\n' | LC_ALL=C sort | xargs sha256sum >"${build}/SHA256SUMS") &&
     mv "${build}/SHA256SUMS" "${out}/SHA256SUMS"
@@ -291,13 +300,18 @@ np::release::check() {
     done
   done
   want="linux/amd64 linux/arm64"
-  for name in flexvolume-installer local-volume-provisioner mount-utilities; do
-    [[ "${name}" == mount-utilities && "${RELEASE_ONLY:-all}" == small ]] && continue
+  for name in flexvolume-installer local-volume-provisioner mount-utilities kube-controller-manager; do
+    [[ "${name}" != mount-utilities && "${name}" != kube-controller-manager || "${RELEASE_ONLY:-all}" == all ]] || continue
     got=$(np::release::platforms "${dir}/images/${name}-${version}.oci.tar") ||
       np::die "${dir}/images/${name}-${version}.oci.tar is not an OCI archive with an image index"
     [[ "${got}" == "${want}" ]] || np::die "${name}: the index has platforms '${got}', want '${want}'"
     np::release::check_image "${dir}/images/${name}-${version}.oci.tar" || exit 1
   done
+  if [[ "${RELEASE_ONLY:-all}" == all ]]; then
+    for arch in "${NP_RELEASE_ARCHES[@]}"; do
+      np::release::check_server_tarball "${dir}/kubernetes-server-linux-${arch}.tar.gz" "${arch}" || exit 1
+    done
+  fi
   list=$(tar -tzf "${dir}/nodeplug-${version}-manifests.tar.gz") || np::die "${dir}: the manifests tarball is unreadable"
   grep -q "/deploy/local-volume-provisioner/crd.yaml$" <<<"${list}" ||
     np::die "${dir}: the manifests tarball has no deploy/local-volume-provisioner/crd.yaml"
