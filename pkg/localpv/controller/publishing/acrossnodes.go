@@ -1,8 +1,6 @@
 package publishing
 
 import (
-	"maps"
-	"slices"
 	"sync"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/identity"
@@ -17,44 +15,68 @@ import (
 // is found by it. It is in memory only: after a restart it fills as nodes
 // report.
 type reported struct {
-	mu     sync.Mutex
-	byNode map[string]map[identity.ID]bool
+	mu sync.Mutex
+	// byNode are each node's identities, byID the nodes that report each:
+	// a lookup reads the few nodes of one identity, not every node.
+	byNode map[string][]identity.ID
+	byID   map[identity.ID]map[string]bool
 }
 
-func newReported() *reported { return &reported{byNode: map[string]map[identity.ID]bool{}} }
+func newReported() *reported {
+	return &reported{byNode: map[string][]identity.ID{}, byID: map[identity.ID]map[string]bool{}}
+}
 
 // record replaces what node reported with the accepted volumes of res.
 func (r *reported) record(node string, res *validation.Result) {
-	ids := map[identity.ID]bool{}
+	var ids []identity.ID
 	for _, v := range res.Accepted {
 		if v.Volume.ID.Strong() {
-			ids[v.Volume.ID] = true
+			ids = append(ids, v.Volume.ID)
 		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.drop(node)
 	r.byNode[node] = ids
+	for _, id := range ids {
+		if r.byID[id] == nil {
+			r.byID[id] = map[string]bool{}
+		}
+		r.byID[id][node] = true
+	}
 }
 
 // forget drops what a node that is gone reported.
 func (r *reported) forget(node string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.drop(node)
+}
+
+// drop removes node's identities; r.mu is held.
+func (r *reported) drop(node string) {
+	for _, id := range r.byNode[node] {
+		delete(r.byID[id], node)
+		if len(r.byID[id]) == 0 {
+			delete(r.byID, id)
+		}
+	}
 	delete(r.byNode, node)
 }
 
-// elsewhere returns a node other than node whose last report has id, in
-// name order, or "".
+// elsewhere returns a node other than node whose last report has id, the
+// first in name order, or "".
 func (r *reported) elsewhere(node string, id identity.ID) string {
 	if id == "" {
 		return ""
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, n := range slices.Sorted(maps.Keys(r.byNode)) {
-		if n != node && r.byNode[n][id] {
-			return n
+	first := ""
+	for n := range r.byID[id] {
+		if n != node && (first == "" || n < first) {
+			first = n
 		}
 	}
-	return ""
+	return first
 }
