@@ -4,8 +4,6 @@ package e2e
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -53,12 +51,7 @@ func TestLocalPVIdentityOnKernelsBefore60(t *testing.T) {
 	d.masterEnv = []corev1.EnvVar{{Name: identity.UnavailableEnv, Value: jobsBefore60}}
 	tenants := []*swapTenant{{name: "old-a"}, {name: "old-b"}}
 	for _, tn := range tenants {
-		tn.mount = filepath.Join(d.fast, tn.name)
-		if err := os.MkdirAll(d.host(tn.mount), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		tn.dev = newExt4With(t, d, tn.name)
-		n.Run(ctx, t, "mount", tn.dev, tn.mount)
+		mountTenantDisk(ctx, t, n, d, tn)
 	}
 	deployLPV(ctx, t, c, d)
 
@@ -113,8 +106,7 @@ func tenantPod(ctx context.Context, t *testing.T, c *framework.Cluster, tn *swap
 		pod = claimPod(ctx, t, c, name, pvName, tenantScript(tn.name))
 		t.Cleanup(func() { _, _ = c.Kubectl(context.Background(), "delete", "pvc", name, "--wait", "--timeout=60s") })
 	} else {
-		pod = claimPodSpec(name, name)
-		pod.Spec.Containers[0].Command = framework.BusyboxPod(name, tenantScript(tn.name)).Spec.Containers[0].Command
+		pod = tenantPodOnClaim(name, tn)
 	}
 	c.CreatePodOn(ctx, t, pod, "")
 	return pod

@@ -58,12 +58,7 @@ func TestMultiNodeLocalPVDisksSwappedAcrossRestart(t *testing.T) {
 		if strings.HasPrefix(tn.name, "nouuid") {
 			mkfs = []string{"-U", "clear"}
 		}
-		tn.mount = filepath.Join(d.fast, tn.name)
-		if err := os.MkdirAll(d.host(tn.mount), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		tn.dev = newExt4With(t, d, tn.name, mkfs...)
-		n.Run(ctx, t, "mount", tn.dev, tn.mount)
+		mountTenantDisk(ctx, t, n, d, tn, mkfs...)
 	}
 	deployLPV(ctx, t, c, d)
 
@@ -97,8 +92,7 @@ func TestMultiNodeLocalPVDisksSwappedAcrossRestart(t *testing.T) {
 	// As a StatefulSet does: the pod is deleted and made again at once.
 	again := tenants[0]
 	c.DeletePod(t, again.pod.Name)
-	recreated := claimPodSpec(again.pod.Name, again.pod.Name)
-	recreated.Spec.Containers[0].Command = framework.BusyboxPod(again.pod.Name, tenantScript(again.name)).Spec.Containers[0].Command
+	recreated := tenantPodOnClaim(again.pod.Name, again)
 	recreated.Spec.RestartPolicy = corev1.RestartPolicyAlways
 	c.CreatePodOn(ctx, t, recreated, "")
 
@@ -124,6 +118,25 @@ func TestMultiNodeLocalPVDisksSwappedAcrossRestart(t *testing.T) {
 	for _, tn := range tenants {
 		requireOnlyStarts(ctx, t, n, tn)
 	}
+}
+
+// mountTenantDisk mounts a new ext4 file system, made with mkfs.ext4's
+// extra arguments, at tenant tn's directory in d's fast class on node n.
+func mountTenantDisk(ctx context.Context, t *testing.T, n *framework.Node, d *lpvDisks, tn *swapTenant, mkfs ...string) {
+	t.Helper()
+	tn.mount = filepath.Join(d.fast, tn.name)
+	if err := os.MkdirAll(d.host(tn.mount), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tn.dev = newExt4With(t, d, tn.name, mkfs...)
+	n.Run(ctx, t, "mount", tn.dev, tn.mount)
+}
+
+// tenantPodOnClaim is tenant tn's pod on the claim it already has, name.
+func tenantPodOnClaim(name string, tn *swapTenant) *corev1.Pod {
+	pod := claimPodSpec(name, name)
+	pod.Spec.Containers[0].Command = framework.BusyboxPod(name, tenantScript(tn.name)).Spec.Containers[0].Command
+	return pod
 }
 
 // newExt4With makes a 64 MiB ext4 file system with mkfs.ext4's extra
