@@ -26,6 +26,10 @@ release: ## Versioned tarballs of the binaries for linux/amd64 and arm64, the im
 local-up: ## Bring up a real cluster running nodeplug's kubelet and kube-controller-manager (NODES=3: three nodes).
 	hack/local-up-cluster.sh
 
+.PHONY: local-load
+local-load: ## Push an image archive (IMAGE=app.tar: docker save, or an OCI layout tar) into the local cluster's registry, from which every node pulls it (NAME=localhost:5000/team/app:1 to rename).
+	hack/local-load.sh
+
 .PHONY: local-down
 local-down: ## Stop the local cluster and clean up everything it left.
 	hack/local-down.sh

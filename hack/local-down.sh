@@ -204,6 +204,7 @@ main() {
   stop_containers
   stop_nodes
   stop sshd
+  stop registry
   stop kube-controller-manager
   stop kube-scheduler
   stop kube-apiserver

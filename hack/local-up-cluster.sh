@@ -27,6 +27,7 @@ source "${NODEPLUG_ROOT}/hack/lib/netfilter.sh"
 source "${NODEPLUG_ROOT}/hack/lib/nodes.sh"
 source "${NODEPLUG_ROOT}/hack/lib/node-services.sh"
 source "${NODEPLUG_ROOT}/hack/lib/default-storageclass.sh"
+source "${NODEPLUG_ROOT}/hack/lib/helm.sh"
 
 export KUBECONFIG=${LOCAL_UP_DIR}/pki/admin.kubeconfig
 kubectl() { "${BIN_DIR}/kubectl" "$@"; }
@@ -43,6 +44,8 @@ main() {
   ((NODES == 1)) || np::nodes::preflight
   np::default_sc::enabled || true # a bad DEFAULT_STORAGECLASS stops here, before the build
   [[ "${SKIP_BUILD:-0}" == 1 ]] || np::build::all
+  # The chart is pushed to the local registry as OCI (2 s warm).
+  np::helm::build
   np::cluster::containerd_built
   ((NODES == 1)) || [[ -x "${BIN_DIR}/crictl" ]] ||
     np::warn "${BIN_DIR}/crictl is missing: the nodes' crictl will not run (upstream's stale-subpath specs need it); run hack/build.sh"
@@ -56,6 +59,7 @@ main() {
   np::netfilter::snapshot "${LOCAL_UP_DIR}/iptables-before"
   trap half_up EXIT
   np::pki::generate
+  np::registry::cert
   np::images::build
   np::default_sc::images "${LOCAL_UP_DIR}/images"
   np::cluster::write_configs
@@ -71,8 +75,10 @@ main() {
   fi
 
   local launched=${SECONDS}
+  np::registry::start
   np::cluster::start_containerd
   np::images::import "${LOCAL_UP_DIR}"/images/*.tar
+  publish
   np::cluster::start_etcd
   np::cluster::start_apiserver
   mount_pod_rbac
@@ -128,6 +134,8 @@ up_nodes() {
     jobs+=($!)
   done
   NODE_JOBS=("${jobs[@]}")
+  np::registry::start
+  publish
   np::cluster::start_etcd
   np::cluster::start_apiserver
   mount_pod_rbac
@@ -167,6 +175,15 @@ SSH (as upstream's e2e framework reaches the nodes; the control plane is 127.0.0
   ssh -i ${SSH_DIR}/id_ed25519 -o UserKnownHostsFile=${SSH_DIR}/known_hosts root@$(np::nodes::ip 1) systemctl status kubelet
 MSG
   echo "${ready}" >"${LOCAL_UP_DIR}/node-ready-seconds"
+}
+
+# publish pushes the cluster's images and the local volume provisioner's
+# chart to the local registry (docs/local-cluster.md, "The registry").
+publish() {
+  np::registry::push_images
+  np::registry::push_chart "${NODEPLUG_ROOT}/deploy/helm/local-volume-provisioner" "${LOCAL_CHART_VERSION}" \
+    "${LOCAL_REGISTRY}/nodeplug/local-volume-provisioner:dev" "${LOCAL_REGISTRY}" "${LOCAL_UP_DIR}/pki/ca.crt"
+  np::log "chart pushed to oci://${LOCAL_REGISTRY}/nodeplug/charts/local-volume-provisioner --version ${LOCAL_CHART_VERSION}"
 }
 
 # wait_jobs WHAT PID...: waits for the background jobs PID..., and fails

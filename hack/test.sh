@@ -5,7 +5,8 @@
 # deploy/ (manifest checks), the e2e framework's helpers that need no
 # cluster (test/e2e/framework without the e2e tag), every staging module
 # (each is its own Go module), and the Helm chart's module
-# (deploy/helm/chartrender: the chart rendered with Helm's Go library).
+# (deploy/helm/chartrender: the chart rendered with Helm's Go library), and
+# the local registry's module (hack/tools/registry).
 # Extra arguments go to go test.
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
@@ -35,6 +36,10 @@ for mod in staging/src/github.com/nodeplug/*/go.mod; do
   np::log "unit tests of staging module ${dir}"
   (cd "${dir}" && go test -race -count=1 "$@" ./...) || rc=1
 done
+# The local registry and its push command (hack/tools/registry, a module of
+# its own): pushes into the real registry server over TLS.
+np::log "unit tests of hack/tools/registry"
+(cd hack/tools/registry && go test -race -count=1 "$@" ./...) || rc=1
 source hack/lib/helm-chart.sh
 for dir in "${NP_HELM_MODULES[@]}"; do
   np::log "unit tests of the Helm chart module ${dir}"

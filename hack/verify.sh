@@ -32,7 +32,7 @@ for mod in staging/src/github.com/nodeplug/*/go.mod; do
   (cd "$(dirname "${mod}")" && go vet ./...) || rc=1
 done
 source hack/lib/helm-chart.sh
-for dir in "${NP_HELM_MODULES[@]}"; do
+for dir in "${NP_HELM_MODULES[@]}" hack/tools/registry; do
   (cd "${dir}" && go vet ./...) || rc=1
 done
 hack/verify-golangci-lint.sh || rc=1

@@ -22,6 +22,7 @@ KUBELET_EXTRA_FLAGS=${KUBELET_EXTRA_FLAGS:-}
 KUBELET_HIDDEN_UTILITIES=${KUBELET_HIDDEN_UTILITIES:-}
 KCM_EXTRA_FLAGS=${KCM_EXTRA_FLAGS:-}
 source "${NODEPLUG_ROOT}/hack/lib/node-config.sh"
+source "${NODEPLUG_ROOT}/hack/lib/registry.sh"
 
 np::cluster::node_ip() {
   ip -4 -o addr show scope global 2>/dev/null | awk '{sub(/\/.*/, "", $4); print $4; exit}'
@@ -83,7 +84,8 @@ np::cluster::containerd_built() {
 
 # np::cluster::containerd_conf FILE DIR SOCK CNI_DIR [TTRPC]: a containerd
 # configuration with its root and state in DIR, its socket SOCK (and ttrpc
-# socket TTRPC when given) and its CNI configuration in CNI_DIR. The host's
+# socket TTRPC when given) and its CNI configuration in CNI_DIR, pulling
+# ${LOCAL_REGISTRY} from the local registry (DIR/certs.d). The host's
 # node and every namespaced node use it. containerd 2.x reads this version 2
 # file and migrates it; CDI is on by default (specs in /etc/cdi and
 # /var/run/cdi).
@@ -110,7 +112,10 @@ state = "${dir}/state"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "${cni}"
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "${dir}/certs.d"
 TOML
+  np::registry::hosts_toml "${dir}/certs.d"
 }
 
 # np::cluster::cni_conf FILE SUBNET [IPAM_DIR]: the bridge and portmap CNI
