@@ -31,6 +31,7 @@ mkdir_mode 0700 65534 "${BASE}/ok/nobodys-up"
 mkdir_mode 0775 root "${BASE}/group-writable"
 mkdir_mode 0757 root "${BASE}/world-writable"
 mkdir_mode 1777 root "${BASE}/sticky"
+mkdir_mode 0757 root "${BASE}/ok/with space"
 mkdir_mode 0777 root "${BASE}/writable-target"
 mkdir_mode 0755 root "${BASE}/writable-target/up"
 ln -s "${BASE}/writable-target/up" "${BASE}/ok/link-abs"
@@ -59,6 +60,8 @@ cases=(
   "symlink via a symlink in a writable dir|${BASE}/ok/link-via|${BASE}/writable-links|mode 777"
   "file in the way|${BASE}/ok/file/up|${BASE}/ok/file|is not a directory"
   "relative path|relative/up|relative/up|not an absolute path"
+  "a space in the name|${BASE}/ok/with space/up|${BASE}/ok/with space|chmod go-w ${BASE}/ok/with space"
+  "dot-dot out of a symlink|${BASE}/ok/link-abs/../up|${BASE}/writable-target|mode 777"
 )
 
 for c in "${cases[@]}"; do

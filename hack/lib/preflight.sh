@@ -104,9 +104,9 @@ np::preflight::stale() {
 NP_SAFE_DIR_EXAMPLE=/var/lib/nodeplug/local-up
 
 # np::preflight::unsafe_dir PATH: walks PATH from / as the kernel resolves
-# it, into every symlink's target, and prints "DIR UID USER MODE" for the
+# it, into every symlink's target, and prints "UID USER MODE DIR" for the
 # first existing directory on the way that is not root's or that group or
-# others may write (sticky ones such as /tmp included), "DIR - - notdir"
+# others may write (sticky ones such as /tmp included), "- - notdir DIR"
 # for something that is not a directory; nothing if all are root's. What
 # does not exist yet is fine: root creates it.
 np::preflight::unsafe_dir() {
@@ -122,7 +122,7 @@ np::preflight::unsafe_dir() {
     esac
     next=${at%/}/${comp}
     if [[ -L "${next}" ]]; then
-      ((++hops <= 40)) || { echo "${next} - - symlink-loop" && return 0; }
+      ((++hops <= 40)) || { echo "- - symlink-loop ${next}" && return 0; }
       comp=$(readlink -- "${next}")
       [[ "${comp}" != /* ]] || at=/
       todo=${comp}${todo}
@@ -139,10 +139,10 @@ np::preflight::unsafe_dir() {
 # np::preflight::unsafe_dir does.
 np::preflight::root_dir() {
   local uid user mode
-  [[ -d "$1" ]] || { echo "$1 - - notdir" && return 1; }
+  [[ -d "$1" ]] || { echo "- - notdir $1" && return 1; }
   read -r uid user mode < <(stat -c '%u %U %a' -- "$1")
   ((uid == 0 && (8#${mode} & 8#022) == 0)) && return 0
-  echo "$1 ${uid} ${user} ${mode}"
+  echo "${uid} ${user} ${mode} $1"
   return 1
 }
 
@@ -157,7 +157,7 @@ np::preflight::local_up_dir() {
     "use an absolute path, e.g. LOCAL_UP_DIR=${NP_SAFE_DIR_EXAMPLE}"
   bad=$(np::preflight::unsafe_dir "${dir}")
   [[ -n "${bad}" ]] || return 0
-  read -r path uid user mode <<<"${bad}"
+  read -r uid user mode path <<<"${bad}"
   fix="or put the cluster in a directory of root's: LOCAL_UP_DIR=${NP_SAFE_DIR_EXAMPLE}"
   case "${mode}" in
   notdir) np::die "the cluster directory ${dir} cannot be made: ${path} is not a directory" "choose another LOCAL_UP_DIR, e.g. LOCAL_UP_DIR=${NP_SAFE_DIR_EXAMPLE}" ;;
