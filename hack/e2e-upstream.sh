@@ -73,6 +73,9 @@ teardown() {
 }
 
 ((NODES > 1)) || np::die "NODES=${NODES}: upstream's host-exec pods need nodes with their own PID 1" "use NODES=3 (the default) or 2"
+# The cluster's directory must be root's (local-up checks it too): refused
+# before the build.
+np::preflight::local_up_dir "${LOCAL_UP_DIR}"
 started=${SECONDS}
 if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
   "${NODEPLUG_ROOT}/hack/build.sh"

@@ -27,6 +27,10 @@ export KUBELET_EXTRA_FLAGS=${KUBELET_EXTRA_FLAGS-${E2E_KUBELET_FLAGS:---experime
 export KUBELET_HIDDEN_UTILITIES=${KUBELET_HIDDEN_UTILITIES-"mkfs* mke2fs fsck* e2fsck blkid"}
 export KCM_EXTRA_FLAGS=${KCM_EXTRA_FLAGS-${E2E_KCM_FLAGS:---experimental-flexvolume-discovery --experimental-mount-namespace=kube-mount --experimental-mount-pod-driver-dir=${LOCAL_UP_DIR}/kcm-mount-pod-drivers}}
 source "${NODEPLUG_ROOT}/hack/lib/cluster.sh"
+source "${NODEPLUG_ROOT}/hack/lib/preflight.sh"
+# The cluster's directory must be root's (local-up checks it too): refused
+# here, before the build and before teardown's local-down.
+np::preflight::local_up_dir "${LOCAL_UP_DIR}"
 
 teardown() {
   local rc=$?

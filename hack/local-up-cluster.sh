@@ -36,6 +36,10 @@ main() {
   local started=${SECONDS}
   [[ "${NODES}" =~ ^[1-9][0-9]?$ ]] || np::die "NODES=${NODES} is not a number of nodes" "use NODES=1 (the default), 2, 3, ..."
   np::preflight::root
+  np::preflight::local_up_dir "${LOCAL_UP_DIR}"
+  # What local-up creates is root's and not writable by others (sshd's
+  # StrictModes ignores keys in a directory that is), whatever the caller's umask.
+  umask 022
   mkdir -p "${OUT_DIR}"
   np::preflight::stale
   np::preflight::apt

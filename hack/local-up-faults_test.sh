@@ -14,17 +14,20 @@
 # namespace, pod cgroup process or iptables rule of the cluster behind, and
 # with several nodes no bridge, veth, route, cgroup root or mount-point
 # directory of the nodes. Every case runs with one node and with three
-# (FAULTS_NODES="1 3").
+# (FAULTS_NODES="1 3"), in FAULTS_UP_DIR (default: faults-up beside
+# LOCAL_UP_DIR), which must be root's as LOCAL_UP_DIR must.
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
-# A cluster directory of its own, so that a failure here never touches the
-# e2e suite's cluster.
-LOCAL_UP_DIR=${OUT_DIR}/faults-up
+# A cluster directory of its own beside the e2e suite's (by default
+# _output/faults-up), so that a failure here never touches that cluster.
+LOCAL_UP_DIR=${FAULTS_UP_DIR:-$(dirname "${LOCAL_UP_DIR}")/faults-up}
 export LOCAL_UP_DIR SKIP_BUILD=1 KUBELET_EXTRA_FLAGS="" KCM_EXTRA_FLAGS="" KUBELET_HIDDEN_UTILITIES=""
 source "${NODEPLUG_ROOT}/hack/lib/cluster.sh"
 source "${NODEPLUG_ROOT}/hack/lib/netfilter.sh"
 source "${NODEPLUG_ROOT}/hack/lib/images.sh"
 source "${NODEPLUG_ROOT}/hack/lib/nodes.sh"
+source "${NODEPLUG_ROOT}/hack/lib/preflight.sh"
+np::preflight::local_up_dir "${LOCAL_UP_DIR}"
 
 WORK=$(mktemp -d /tmp/np-faults.XXXXXX)
 holder=""

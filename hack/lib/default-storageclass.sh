@@ -80,7 +80,7 @@ np::default_sc::check_paths() {
   for p in "$(np::default_sc::kubelet_dir)/plugins/${CSI_HOSTPATH_DRIVER}/csi.sock" \
     "$(np::default_sc::registration_dir)/${CSI_HOSTPATH_DRIVER}-reg.sock"; do
     ((${#p} <= 107)) || np::die "the default class's driver socket ${p} is ${#p} bytes, over the 107 a unix socket path may have" \
-      "use a shorter LOCAL_UP_DIR (e.g. LOCAL_UP_DIR=/tmp/nodeplug-up), NODES=3, or DEFAULT_STORAGECLASS=false"
+      "use a shorter LOCAL_UP_DIR of root's (e.g. LOCAL_UP_DIR=/var/lib/nodeplug/local-up), NODES=3, or DEFAULT_STORAGECLASS=false"
   done
 }
 

@@ -98,7 +98,9 @@ np::services::start() {
 
 # np::ssh::keys: the cluster's SSH keys: the client key upstream's e2e
 # framework reads (KUBE_SSH_KEY_PATH), the servers' host key, and the
-# authorized_keys and known_hosts files that name them.
+# authorized_keys and known_hosts files that name them. LOCAL_UP_DIR and
+# every directory above it are root's (np::preflight::local_up_dir), as
+# the sshds' StrictModes also demands of authorized_keys' directories.
 np::ssh::keys() {
   [[ "${LOCAL_UP_SSH}" != false ]] || return 0
   command -v sshd >/dev/null || [[ -x /usr/sbin/sshd ]] || np::die "sshd is missing" "apt-get install openssh-server (make local-up installs it)"
@@ -112,7 +114,8 @@ np::ssh::keys() {
 
 # np::ssh::config FILE ADDRESS PIDFILE: an sshd configuration that listens
 # on ADDRESS:22 only and lets in the cluster's key, as root, and nothing
-# else.
+# else; with StrictModes, sshd ignores an authorized_keys that it or a
+# directory above it lets anyone but root change.
 np::ssh::config() {
   echo "$2 $(cut -d' ' -f1,2 "${SSH_DIR}/ssh_host_ed25519_key.pub")" >>"${SSH_DIR}/known_hosts"
   cat >"$1" <<CONF
@@ -125,7 +128,7 @@ PubkeyAuthentication yes
 PasswordAuthentication no
 KbdInteractiveAuthentication no
 UsePAM no
-StrictModes no
+StrictModes yes
 PrintMotd no
 PrintLastLog no
 X11Forwarding no

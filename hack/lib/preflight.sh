@@ -96,3 +96,78 @@ np::preflight::stale() {
       np::die "could not clean up the previous cluster's state in ${LOCAL_UP_DIR}" "run 'make local-down' and read its errors"
   fi
 }
+
+# The local cluster's directory (LOCAL_UP_DIR) holds root's SSH keys (the
+# sshds let that key in as root), the cluster's CA and the configurations
+# that root's services read. Whoever can write it, or any directory above
+# it, can swap one of those, so it must be root's all the way up.
+NP_SAFE_DIR_EXAMPLE=/var/lib/nodeplug/local-up
+
+# np::preflight::unsafe_dir PATH: walks PATH from / as the kernel resolves
+# it, into every symlink's target, and prints "UID USER MODE DIR" for the
+# first existing directory on the way that is not root's or that group or
+# others may write (sticky ones such as /tmp included), "- - notdir DIR"
+# for something that is not a directory; nothing if all are root's. What
+# does not exist yet is fine: root creates it.
+np::preflight::unsafe_dir() {
+  local todo=$1 at=/ comp next hops=0
+  np::preflight::root_dir / || return 0
+  while [[ -n "${todo}" ]]; do
+    todo=${todo#/}
+    comp=${todo%%/*}
+    todo=${todo#"${comp}"}
+    case "${comp}" in
+    '' | .) continue ;;
+    ..) at=$(dirname "${at}") && continue ;;
+    esac
+    next=${at%/}/${comp}
+    if [[ -L "${next}" ]]; then
+      ((++hops <= 40)) || { echo "- - symlink-loop ${next}" && return 0; }
+      comp=$(readlink -- "${next}")
+      [[ "${comp}" != /* ]] || at=/
+      todo=${comp}${todo}
+      continue
+    fi
+    [[ -e "${next}" ]] || return 0
+    np::preflight::root_dir "${next}" || return 0
+    at=${next}
+  done
+}
+
+# np::preflight::root_dir DIR: true if DIR is a directory owned by root
+# that neither group nor others may write; else prints why, as
+# np::preflight::unsafe_dir does.
+np::preflight::root_dir() {
+  local uid user mode
+  [[ -d "$1" ]] || { echo "- - notdir $1" && return 1; }
+  read -r uid user mode < <(stat -c '%u %U %a' -- "$1")
+  ((uid == 0 && (8#${mode} & 8#022) == 0)) && return 0
+  echo "${uid} ${user} ${mode} $1"
+  return 1
+}
+
+# np::preflight::local_up_dir DIR: refuses a cluster directory (local-up's
+# LOCAL_UP_DIR) that is relative or that anyone but root could change, or
+# that has such a directory above it or on a symlink's way; it names the
+# directory, its owner and mode, and the fix. Run before anything is
+# created in it.
+np::preflight::local_up_dir() {
+  local dir=$1 bad path uid user mode fix
+  [[ "${dir}" == /* ]] || np::die "LOCAL_UP_DIR=${dir} is not an absolute path" \
+    "use an absolute path, e.g. LOCAL_UP_DIR=${NP_SAFE_DIR_EXAMPLE}"
+  bad=$(np::preflight::unsafe_dir "${dir}")
+  [[ -n "${bad}" ]] || return 0
+  read -r uid user mode path <<<"${bad}"
+  fix="or put the cluster in a directory of root's: LOCAL_UP_DIR=${NP_SAFE_DIR_EXAMPLE}"
+  case "${mode}" in
+  notdir) np::die "the cluster directory ${dir} cannot be made: ${path} is not a directory" "choose another LOCAL_UP_DIR, e.g. LOCAL_UP_DIR=${NP_SAFE_DIR_EXAMPLE}" ;;
+  symlink-loop) np::die "the cluster directory ${dir} cannot be made: too many symlinks at ${path}" "fix the symlinks, ${fix}" ;;
+  esac
+  if (((8#${mode} & 8#1000) != 0)); then
+    fix="${path} is a shared directory (sticky and writable by others, as /tmp is): put the cluster outside it, e.g. LOCAL_UP_DIR=${NP_SAFE_DIR_EXAMPLE}"
+  else
+    fix="chown root:root ${path} && chmod go-w ${path}, ${fix}"
+  fi
+  np::die "the cluster directory ${dir} is not root's alone: ${path} is owned by ${user} (uid ${uid}) with mode ${mode}; local-up keeps root's SSH keys and the cluster's CA there, so it and every directory above it must be owned by root and not writable by group or others" \
+    "${fix}"
+}
