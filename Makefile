@@ -19,7 +19,7 @@ build: ## Build every binary into _output/bin; DESIGNS='flexdiscovery pluginwatc
 	NODEPLUG_DESIGNS="$(DESIGNS)" hack/build.sh
 
 .PHONY: release
-release: ## Versioned tarballs of the binaries for linux/amd64 and arm64, the images as OCI archives (kube-controller-manager among them), the kind-readable kubernetes-server-linux-<arch>.tar.gz, the manifests and the Helm chart, with SHA256SUMS, into _output/release/<version> (RELEASE_VERSION=v1.2.3; RELEASE_ONLY=small skips the kubelet and controller-manager).
+release: ## Versioned tarballs of the binaries for linux/amd64 and arm64, the images as OCI archives (kube-controller-manager among them), the kind-readable kubernetes-server-linux-<arch>.tar.gz, the manifests and the Helm chart, with SHA256SUMS, into _output/release/<version> (RELEASE_VERSION=v1.2.3; RELEASE_ONLY=small skips the kubelet and controller-manager; RELEASE_REGISTRY=host/path [RELEASE_REGISTRY_CA=ca.crt] then pushes the images and the chart there).
 	hack/release.sh
 
 .PHONY: local-up

@@ -186,7 +186,7 @@ MSG
 publish() {
   np::registry::push_images
   np::registry::push_chart "${NODEPLUG_ROOT}/deploy/helm/local-volume-provisioner" "${LOCAL_CHART_VERSION}" \
-    "${LOCAL_REGISTRY}/nodeplug/local-volume-provisioner:dev" "${LOCAL_REGISTRY}" "${LOCAL_UP_DIR}/pki/ca.crt"
+    "${LOCAL_REGISTRY}/nodeplug/local-volume-provisioner:dev" "${LOCAL_REGISTRY}/nodeplug" "${LOCAL_UP_DIR}/pki/ca.crt"
   np::log "chart pushed to oci://${LOCAL_REGISTRY}/nodeplug/charts/local-volume-provisioner --version ${LOCAL_CHART_VERSION}"
 }
 

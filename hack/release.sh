@@ -6,7 +6,14 @@
 #   RELEASE_VERSION=v1.2.3   the version (default v0.1.0-<commit>)
 #   RELEASE_ONLY=small       leave out kubelet, kube-controller-manager and
 #                            the mount-utilities image (a quick check of the rest)
+#   RELEASE_REGISTRY=host[:port]/path  then push the images (multi-platform
+#                            indexes) and the chart (OCI) there
+#   RELEASE_REGISTRY_CA=ca.crt  the CA of that registry (default: system roots)
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 source "${NODEPLUG_ROOT}/hack/lib/release.sh"
+source "${NODEPLUG_ROOT}/hack/lib/release-push.sh"
 np::release::all
+if [[ -n "${RELEASE_REGISTRY:-}" ]]; then
+  np::release::push "${OUT_DIR}/release/$(np::release::version)" "$(np::release::version)" "${RELEASE_REGISTRY}" "${RELEASE_REGISTRY_CA:-}"
+fi

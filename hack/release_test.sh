@@ -210,5 +210,42 @@ expect "arch version: another binNMU of the same source" ok arch_version e2fspro
 expect "arch version: none of the host's source version" fail arch_version libc6 2.36-9+deb12u9 -
 expect "arch version: a package the mirror lacks" fail arch_version libfoo1 1.0-1 -
 
+# RELEASE_REGISTRY: the small release pushed into the local cluster's
+# registry (hack/tools/registry) on a free loopback port, over TLS from a CA
+# made here: each image lands as the index the archive holds, and the chart
+# pulled back defaults to the pushed provisioner image.
+source "${NODEPLUG_ROOT}/hack/lib/release-push.sh"
+np::build::registry
+np::helm::build
+push_release() {
+  local port pki=${work}/reg-pki pid rc=0 out f want got name
+  mkdir -p "${pki}"
+  openssl req -x509 -new -newkey rsa:2048 -nodes -keyout "${pki}/ca.key" -subj /CN=release-test-ca -days 1 -out "${pki}/ca.crt" 2>/dev/null
+  openssl req -new -newkey rsa:2048 -nodes -keyout "${pki}/tls.key" -subj /CN=localhost -out "${pki}/tls.csr" 2>/dev/null
+  printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >"${pki}/ext"
+  openssl x509 -req -in "${pki}/tls.csr" -CA "${pki}/ca.crt" -CAkey "${pki}/ca.key" -CAcreateserial -days 1 \
+    -extfile "${pki}/ext" -out "${pki}/tls.crt" 2>/dev/null
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  "${BIN_DIR}/registry" -root "${work}/reg-data" -cert "${pki}/tls.crt" -key "${pki}/tls.key" -listen "127.0.0.1:${port}" 2>"${work}/reg.log" &
+  pid=$!
+  for _ in $(seq 50); do curl -sf --cacert "${pki}/ca.crt" "https://127.0.0.1:${port}/v2/" >/dev/null && break; sleep 0.1; done
+  out=$(np::release::push "${work}/good" "${version}" "127.0.0.1:${port}/test" "${pki}/ca.crt" 2>&1) || rc=1
+  for f in "${work}"/good/images/*.oci.tar; do
+    name=${f##*/} && name=${name%-"${version}".oci.tar}
+    want=$(tar -xOf "${f}" index.json | jq -r '.manifests[0].digest')
+    grep -qxF "127.0.0.1:${port}/test/${name}:${version}@${want}" <<<"${out}" || { echo "${name}: pushed not as ${want}: ${out}"; rc=1; }
+  done
+  if ((rc == 0)); then
+    got=$(HELM_CONFIG_HOME=${work}/helm HELM_CACHE_HOME=${work}/helm "${BIN_DIR}/helm" show values \
+      "oci://127.0.0.1:${port}/test/charts/local-volume-provisioner" --version "${version#v}" --ca-file "${pki}/ca.crt" 2>&1 | grep '^image:') || rc=1
+    [[ "${got}" == "image: 127.0.0.1:${port}/test/local-volume-provisioner:${version}" ]] || { echo "chart's image: ${got}"; rc=1; }
+  fi
+  kill "${pid}" && wait "${pid}" 2>/dev/null
+  return "${rc}"
+}
+expect "push: the images' indexes and the chart, defaulting to the pushed image" ok push_release
+expect "push: a registry name in upper case" fail np::release::push "${work}/good" "${version}" "Registry.example/x"
+expect "push: a CA file that does not exist" fail np::release::push "${work}/good" "${version}" "127.0.0.1:1/x" "${work}/no-ca.crt"
+
 ((failures == 0)) || np::die "release_test: ${failures} case(s) failed" "see the cases above"
-np::log "release_test: version and RELEASE_ONLY refusals, np::release::check accepts a release and refuses 6 broken ones, the kube-controller-manager image passes np::release::check_image, np::release::check_server_tarball accepts both server tarballs and refuses 8 broken ones, np::release::check_image accepts an image and refuses 4 broken ones, np::release::staged_binary_args stages a tool and refuses 3 bad roots, np::release::arch_version picks 2 versions and refuses 2"
+np::log "release_test: version and RELEASE_ONLY refusals, np::release::check accepts a release and refuses 6 broken ones, the kube-controller-manager image passes np::release::check_image, np::release::check_server_tarball accepts both server tarballs and refuses 8 broken ones, np::release::check_image accepts an image and refuses 4 broken ones, np::release::staged_binary_args stages a tool and refuses 3 bad roots, np::release::arch_version picks 2 versions and refuses 2, np::release::push pushes a release into a registry and refuses 2 bad settings"

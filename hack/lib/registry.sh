@@ -75,12 +75,14 @@ np::registry::push_images() {
   np::log "images pushed to ${LOCAL_REGISTRY}"
 }
 
-# np::registry::push_chart DIR CHART_VERSION IMAGE REGISTRY CA: packages
-# the Helm chart in DIR as CHART_VERSION with its image defaulting to IMAGE,
-# and pushes it to oci://REGISTRY/nodeplug/charts, trusting CA. A chart
-# pulled from a registry then runs that registry's image with no --set.
+# np::registry::push_chart DIR CHART_VERSION IMAGE REPOSITORY [CA]:
+# packages the Helm chart in DIR as CHART_VERSION with its image defaulting
+# to IMAGE, and pushes it to oci://REPOSITORY/charts, trusting CA (default:
+# the system's roots). A chart pulled from a registry then runs that
+# registry's image with no --set.
 np::registry::push_chart() {
-  local src=$1 version=$2 image=$3 registry=$4 ca=$5 work rc=0
+  local src=$1 version=$2 image=$3 repo=$4 ca=${5:-} work rc=0 ca_args=()
+  [[ -z "${ca}" ]] || ca_args=(--ca-file "${ca}")
   work=$(mktemp -d)
   cp -r "${src}" "${work}/chart"
   sed -i -E "s|^image: .*|image: ${image}|" "${work}/chart/values.yaml"
@@ -89,9 +91,9 @@ np::registry::push_chart() {
     np::die "${src}/values.yaml has no top-level image: line to set" "keep the image value at the top level"
   fi
   { "${BIN_DIR}/helm" package "${work}/chart" --version "${version}" -d "${work}" >/dev/null &&
-    "${BIN_DIR}/helm" push "${work}/$(basename "${src}")-${version}.tgz" "oci://${registry}/nodeplug/charts" --ca-file "${ca}"; } \
+    "${BIN_DIR}/helm" push "${work}/$(basename "${src}")-${version}.tgz" "oci://${repo}/charts" "${ca_args[@]}"; } \
     >"${work}/out" 2>&1 || rc=$?
   ((rc == 0)) || cat "${work}/out" >&2
   rm -rf "${work}"
-  ((rc == 0)) || np::die "pushing the chart ${src##*/} to oci://${registry}/nodeplug/charts failed (helm's output above)"
+  ((rc == 0)) || np::die "pushing the chart ${src##*/} to oci://${repo}/charts failed (helm's output above)"
 }

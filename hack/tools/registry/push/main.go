@@ -2,10 +2,10 @@
 // of one image (what hack/tools/mkimage and `docker save` write) as an
 // image, or an OCI image layout archive of one image index (what
 // `mkimage index` and make release write) as that index, with every
-// platform's manifest. It trusts the registry by the CA given, and always
-// speaks TLS, also to localhost.
+// platform's manifest. It trusts the registry by the CA given (or the
+// system's roots), and always speaks TLS, also to localhost.
 //
-//	push -ca ca.crt [-registry localhost:5000] ARCHIVE [REFERENCE]
+//	push [-ca ca.crt] [-registry localhost:5000] ARCHIVE [REFERENCE]
 //
 // REFERENCE (registry/repository:tag) names the target; without it the
 // archive's own image name is kept with its registry replaced by
@@ -23,11 +23,11 @@ import (
 
 func main() {
 	var o options
-	flag.StringVar(&o.ca, "ca", "", "CA certificate (PEM) the registry's serving certificate is signed by")
+	flag.StringVar(&o.ca, "ca", "", "CA certificate (PEM) the registry's serving certificate is signed by (default: the system's roots)")
 	flag.StringVar(&o.registry, "registry", "", "registry host:port that replaces the archive's own registry when no REFERENCE is given")
 	flag.DurationVar(&o.timeout, "timeout", headerTimeout, "longest wait for the registry's answer to one request")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: push -ca CA [-registry HOST:PORT] ARCHIVE [REFERENCE]")
+		fmt.Fprintln(os.Stderr, "usage: push [-ca CA] [-registry HOST:PORT] ARCHIVE [REFERENCE]")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -54,8 +54,6 @@ func (o options) validate(nargs int) error {
 	switch {
 	case nargs < 1 || nargs > 2:
 		return errors.New("one ARCHIVE and at most one REFERENCE")
-	case o.ca == "":
-		return errors.New("-ca is required: the registry is trusted by its CA, never without one")
 	case o.ref == "" && o.registry == "":
 		return errors.New("give a REFERENCE or -registry")
 	}

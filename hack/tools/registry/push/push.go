@@ -96,7 +96,8 @@ func rehome(image, registry string) (string, error) {
 	return registry + "/" + ref.Context().RepositoryStr() + ":" + tagOf(ref), nil
 }
 
-// transport trusts only the given CA and always speaks TLS: go-containerregistry
+// transport trusts only the given CA (or, without one, the system's
+// roots) and always speaks TLS: go-containerregistry
 // picks plain HTTP for localhost and loopback names, which the registry
 // does not serve.
 func transport(caFile string) (http.RoundTripper, error) {
@@ -108,13 +109,16 @@ func transport(caFile string) (http.RoundTripper, error) {
 const headerTimeout = 60 * time.Second
 
 func transportWithTimeout(caFile string, timeout time.Duration) (http.RoundTripper, error) {
-	pem, err := os.ReadFile(caFile)
-	if err != nil {
-		return nil, fmt.Errorf("reading the CA: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("%s holds no PEM certificate", caFile)
+	var pool *x509.CertPool // nil: the system's roots
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading the CA: %w", err)
+		}
+		pool = x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s holds no PEM certificate", caFile)
+		}
 	}
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}

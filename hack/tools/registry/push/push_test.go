@@ -63,6 +63,7 @@ func TestPush(t *testing.T) {
 		{name: "docker-archive to a named reference", o: options{ca: ca, archive: docker, ref: host + "/nodeplug/renamed:2"}, want: host + "/nodeplug/renamed:2@"},
 		{name: "OCI index with two platforms", o: options{ca: ca, registry: host, archive: oci}, want: host + "/nodeplug/multi:1@"},
 		{name: "registry not signed by the CA given", o: options{ca: otherCA, registry: host, archive: docker}, wantErr: "certificate"},
+		{name: "no CA given: the system roots do not know the registry", o: options{registry: host, archive: docker}, wantErr: "certificate"},
 		{name: "archive path leaving its root", o: options{ca: ca, registry: host, archive: evil}, wantErr: "outside its root"},
 		{name: "neither docker-archive nor OCI layout", o: options{ca: ca, registry: host, archive: neither}, wantErr: "neither a docker-archive"},
 		{name: "registry that accepts and never answers", o: options{ca: ca, archive: docker, ref: silentListener(t) + "/x/y:1", timeout: time.Second}, wantErr: "timeout"},
