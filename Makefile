@@ -26,6 +26,14 @@ release: ## Versioned tarballs of the binaries for linux/amd64 and arm64, the im
 local-up: ## Bring up a real cluster running nodeplug's kubelet and kube-controller-manager (NODES=3: three nodes).
 	hack/local-up-cluster.sh
 
+.PHONY: kubeadm-up
+kubeadm-up: ## A kubeadm cluster of NODES=3 namespaced nodes with nodeplug installed by docs/install.md, its control plane images from the local registry.
+	hack/kubeadm-up.sh
+
+.PHONY: kubeadm-down
+kubeadm-down: ## Stop the kubeadm cluster and clean up everything it left (the same as local-down).
+	hack/local-down.sh
+
 .PHONY: local-load
 local-load: ## Push an image archive (IMAGE=app.tar: docker save, or an OCI layout tar) into the local cluster's registry, from which every node pulls it (NAME=localhost:5000/team/app:1 to rename).
 	hack/local-load.sh

@@ -28,6 +28,8 @@ require (
 
 require (
 	github.com/Masterminds/semver/v3 v3.4.0 // indirect
+	github.com/coredns/caddy v1.1.1 // indirect
+	github.com/coredns/corefile-migration v1.0.34 // indirect
 	github.com/go-task/slim-sprig/v3 v3.0.0 // indirect
 	github.com/google/nftables v0.3.0 // indirect
 	github.com/google/pprof v0.0.0-20260402051712-545e8a4df936 // indirect
@@ -41,6 +43,7 @@ require (
 	github.com/vishvananda/netns v0.0.5 // indirect
 	golang.org/x/mod v0.37.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
+	k8s.io/system-validators v1.12.1 // indirect
 	sigs.k8s.io/knftables v0.0.22 // indirect
 	tags.cncf.io/container-device-interface/specs-go v1.1.0 // indirect
 )
@@ -184,7 +187,7 @@ require (
 	gopkg.in/go-jose/go-jose.v2 v2.6.3 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
-	k8s.io/apiextensions-apiserver v0.0.0 // indirect
+	k8s.io/apiextensions-apiserver v0.0.0
 	k8s.io/cli-runtime v0.37.2 // indirect
 	k8s.io/cloud-provider v0.37.2 // indirect
 	k8s.io/cluster-bootstrap v0.0.0 // indirect

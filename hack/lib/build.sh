@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # np::build::all builds every binary the local cluster and the tests need
 # into ${BIN_DIR}: nodeplug's own commands, upstream's kube-apiserver,
-# kube-scheduler, kube-proxy and kubectl, and etcd, all from the module
+# kube-scheduler, kube-proxy, kubectl and kubeadm (make kubeadm-up), and etcd, all from the module
 # graph pinned by go.mod (so from the Go module proxy and nothing else).
 # NODEPLUG_DESIGNS chooses the nodeplug designs compiled into the kubelet
 # and the kube-controller-manager (hack/lib/designs.sh; default all).
@@ -29,7 +29,7 @@ np::build::all() {
     go build -tags "${tags}" -ldflags "$(np::build::ldflags)" -o "${BIN_DIR}/" \
       ./cmd/kubelet ./cmd/kube-controller-manager ./hack/tools/etcd ./hack/tools/mkimage \
       k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-proxy \
-      k8s.io/kubernetes/cmd/kubectl &&
+      k8s.io/kubernetes/cmd/kubectl k8s.io/kubernetes/cmd/kubeadm &&
     # Binaries that go into images (build/*) are static: the images have no libc
     # (the mount-utilities image carries the host's libc for the host's tools only).
     # mount-utilities-upgrade is static so that it can be copied to any machine.

@@ -40,12 +40,18 @@ current-context: local
 KC
 }
 
-np::pki::generate() {
+# np::pki::ca: the cluster's CA (pki/ca.crt, ca.key).
+np::pki::ca() {
   local dir=${LOCAL_UP_DIR}/pki
   mkdir -p "${dir}"
   command -v openssl >/dev/null || np::die "openssl is missing" "apt-get install openssl"
   openssl req -x509 -new -newkey rsa:2048 -nodes -keyout "${dir}/ca.key" -subj "/CN=nodeplug-local-ca" \
     -days 365 -out "${dir}/ca.crt" 2>/dev/null || np::die "openssl could not create the CA"
+}
+
+np::pki::generate() {
+  local dir=${LOCAL_UP_DIR}/pki
+  np::pki::ca
   openssl genrsa -out "${dir}/sa.key" 2048 2>/dev/null
   openssl rsa -in "${dir}/sa.key" -pubout -out "${dir}/sa.pub" 2>/dev/null
   np::pki::cert apiserver kube-apiserver "" \

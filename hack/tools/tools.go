@@ -6,6 +6,7 @@ package tools
 
 import (
 	_ "go.etcd.io/etcd/server/v3/etcdmain"
+	_ "k8s.io/kubernetes/cmd/kubeadm"
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-proxy"
