@@ -178,6 +178,22 @@ func TestMountUtilitiesKubeletDir(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("kubeletDir %s: the DaemonSet differs from the default one with only its kubelet paths moved (-want +got):\n%s", tc.dir, diff)
 			}
+			// The e2e tests run deploy/mount-utilities/daemonset.yaml with
+			// every /var/lib/kubelet replaced by the node's kubelet
+			// directory (muManifest): the chart makes that DaemonSet.
+			raw, err := os.ReadFile(filepath.Join(muKustomizeDir, "daemonset.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			docs, err := decode(strings.ReplaceAll(string(raw), defaultKubelet, tc.dir))
+			if err != nil || len(docs) != 1 {
+				t.Fatalf("daemonset.yaml with %s: %d objects, %v", tc.dir, len(docs), err)
+			}
+			replaced := &appsv1.DaemonSet{}
+			mustConvert(t, docs[0].Object, replaced)
+			if diff := cmp.Diff(replaced, got); diff != "" {
+				t.Errorf("kubeletDir %s: the DaemonSet differs from daemonset.yaml with /var/lib/kubelet replaced (-manifest +chart):\n%s", tc.dir, diff)
+			}
 		})
 	}
 }
