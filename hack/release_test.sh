@@ -84,8 +84,10 @@ broken() {
 }
 broken "a file changed after its sum" sh -c 'echo x >>local-volume-provisioner-0.1.0.tgz'
 broken "a file without its sum" sh -c 'grep -v manifests SHA256SUMS >s && mv s SHA256SUMS'
+# resum: SHA256SUMS of the changed copy, so that only the change is wrong.
 resum() { find . -type f ! -name SHA256SUMS -printf '%P\n' | LC_ALL=C sort | xargs sha256sum >"${work}/sums" && mv "${work}/sums" SHA256SUMS; }
-broken "no chart" sh -c 'rm local-volume-provisioner-0.1.0.tgz && grep -v tgz SHA256SUMS >s && mv s SHA256SUMS'
+no_lvp_chart() { rm local-volume-provisioner-0.1.0.tgz && resum; }
+broken "no local-volume-provisioner chart" no_lvp_chart
 no_mu_chart() { rm mount-utilities-0.1.0.tgz && resum; }
 broken "no mount-utilities chart" no_mu_chart
 not_a_chart() { echo chart | gzip -n >mount-utilities-0.1.0.tgz && resum; }
