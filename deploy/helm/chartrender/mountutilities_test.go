@@ -37,7 +37,9 @@ func renderMountUtilities(t *testing.T, namespace string, values map[string]any)
 // deploy/mount-utilities: its kustomization only lists resources, so they
 // are the documents of the files it lists, in order. Any other field in
 // the kustomization (a transformer) fails the test, which would then have
-// to run kustomize itself.
+// to run kustomize itself. (kubectl kustomize also re-encodes the policy's
+// folded CEL expressions, adding a blank line before each more-indented
+// line: whitespace only, which this reading leaves out.)
 func kustomizeMountUtilities(t *testing.T) []*unstructured.Unstructured {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(muKustomizeDir, "kustomization.yaml"))
