@@ -19,7 +19,7 @@ build: ## Build every binary into _output/bin; DESIGNS='flexdiscovery pluginwatc
 	NODEPLUG_DESIGNS="$(DESIGNS)" hack/build.sh
 
 .PHONY: release
-release: ## Versioned tarballs of the binaries for linux/amd64 and arm64, the images as OCI archives (kube-controller-manager among them), the kind-readable kubernetes-server-linux-<arch>.tar.gz, the manifests and the Helm chart, with SHA256SUMS, into _output/release/<version> (RELEASE_VERSION=v1.2.3; RELEASE_ONLY=small skips the kubelet and controller-manager; RELEASE_REGISTRY=host/path [RELEASE_REGISTRY_CA=ca.crt] then pushes the images and the chart there).
+release: ## Versioned tarballs of the binaries for linux/amd64 and arm64, the images as OCI archives (kube-controller-manager among them), the kind-readable kubernetes-server-linux-<arch>.tar.gz, the manifests and the Helm charts, with SHA256SUMS, into _output/release/<version> (RELEASE_VERSION=v1.2.3; RELEASE_ONLY=small skips the kubelet and controller-manager; RELEASE_REGISTRY=host/path [RELEASE_REGISTRY_CA=ca.crt] then pushes the images and the charts there).
 	hack/release.sh
 
 .PHONY: local-up
@@ -63,7 +63,7 @@ test-e2e-upstream-full: ## Every group of upstream's e2e storage specs that docs
 	E2E_UPSTREAM_SET=full hack/e2e-upstream.sh $(E2E_UPSTREAM_FLAGS)
 
 .PHONY: verify
-verify: ## gofmt, go vet, the no-design build's flags against upstream's and every design subset compiling, golangci-lint, the go.mod pin, no build outputs or big files in git, the Helm chart's copies, make release's checks on a small made-up release, shell syntax.
+verify: ## gofmt, go vet, the no-design build's flags against upstream's and every design subset compiling, golangci-lint, the go.mod pin, no build outputs or big files in git, the Helm charts' copies, make release's checks on a small made-up release, shell syntax.
 	hack/verify.sh
 
 .PHONY: lint
@@ -71,6 +71,6 @@ lint: ## golangci-lint with logcheck only (part of verify); LINT_FLAGS='--fix' t
 	hack/verify-golangci-lint.sh $(LINT_FLAGS)
 
 .PHONY: update
-update: ## Regenerate generated files (the go.mod replace block, the Helm chart's copies of the CRD and admission policy and its tidy go.mod).
+update: ## Regenerate generated files (the go.mod replace block, the Helm charts' copies of the CRDs and admission policies and their tidy go.mod).
 	hack/update-pin.sh
 	hack/update-helm-chart.sh

@@ -153,6 +153,8 @@ publish() {
   done
   np::registry::push_chart "${NODEPLUG_ROOT}/deploy/helm/local-volume-provisioner" "${LOCAL_CHART_VERSION}" \
     "${LOCAL_REGISTRY}/nodeplug/local-volume-provisioner:dev" "${LOCAL_REGISTRY}/nodeplug" "${LOCAL_UP_DIR}/pki/ca.crt"
+  np::registry::push_chart "${NODEPLUG_ROOT}/deploy/helm/mount-utilities" "${LOCAL_CHART_VERSION}" \
+    "${LOCAL_REGISTRY}/nodeplug/mount-utilities:1" "${LOCAL_REGISTRY}/nodeplug" "${LOCAL_UP_DIR}/pki/ca.crt"
 }
 
 # init_control_plane runs kubeadm init on node 1, with the cluster's CA

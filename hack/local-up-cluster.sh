@@ -187,7 +187,9 @@ publish() {
   np::registry::push_images
   np::registry::push_chart "${NODEPLUG_ROOT}/deploy/helm/local-volume-provisioner" "${LOCAL_CHART_VERSION}" \
     "${LOCAL_REGISTRY}/nodeplug/local-volume-provisioner:dev" "${LOCAL_REGISTRY}/nodeplug" "${LOCAL_UP_DIR}/pki/ca.crt"
-  np::log "chart pushed to oci://${LOCAL_REGISTRY}/nodeplug/charts/local-volume-provisioner --version ${LOCAL_CHART_VERSION}"
+  np::registry::push_chart "${NODEPLUG_ROOT}/deploy/helm/mount-utilities" "${LOCAL_CHART_VERSION}" \
+    "${LOCAL_REGISTRY}/nodeplug/mount-utilities:1" "${LOCAL_REGISTRY}/nodeplug" "${LOCAL_UP_DIR}/pki/ca.crt"
+  np::log "charts pushed to oci://${LOCAL_REGISTRY}/nodeplug/charts (local-volume-provisioner, mount-utilities) --version ${LOCAL_CHART_VERSION}"
 }
 
 # wait_jobs WHAT PID...: waits for the background jobs PID..., and fails

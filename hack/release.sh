@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make release: versioned tarballs of nodeplug's binaries for linux/amd64
 # and linux/arm64, the images as OCI archives (one multi-platform index
-# each), the manifests and the Helm chart packaged, and their SHA256SUMS,
+# each), the manifests and the Helm charts packaged, and their SHA256SUMS,
 # into _output/release/<version> (docs/release.md).
 #   RELEASE_VERSION=v1.2.3   the version (default v0.1.0-<commit>)
 #   RELEASE_ONLY=small       leave out kubelet, kube-controller-manager and

@@ -62,7 +62,10 @@ make_release() {
   mkdir -p "${work}/m/nodeplug-${version}-manifests/deploy/local-volume-provisioner"
   touch "${work}/m/nodeplug-${version}-manifests/deploy/local-volume-provisioner/crd.yaml"
   np::release::tar_gz "${work}/m" "nodeplug-${version}-manifests" "${dir}/nodeplug-${version}-manifests.tar.gz"
-  echo chart >"${dir}/local-volume-provisioner-0.1.0.tgz"
+  for name in "${NP_RELEASE_CHARTS[@]}"; do
+    mkdir -p "${work}/charts/${name}" && echo "name: ${name}" >"${work}/charts/${name}/Chart.yaml"
+    np::release::tar_gz "${work}/charts" "${name}" "${dir}/${name}-0.1.0.tgz"
+  done
   (cd "${dir}" && find . -type f -printf '%P\n' | LC_ALL=C sort | xargs sha256sum >"${work}/sums" && mv "${work}/sums" SHA256SUMS)
 }
 check_small() { RELEASE_ONLY=small np::release::check "$1" "${version}"; }
@@ -81,7 +84,16 @@ broken() {
 }
 broken "a file changed after its sum" sh -c 'echo x >>local-volume-provisioner-0.1.0.tgz'
 broken "a file without its sum" sh -c 'grep -v manifests SHA256SUMS >s && mv s SHA256SUMS'
-broken "no chart" sh -c 'rm local-volume-provisioner-0.1.0.tgz && grep -v tgz SHA256SUMS >s && mv s SHA256SUMS'
+# resum: SHA256SUMS of the changed copy, so that only the change is wrong.
+resum() { find . -type f ! -name SHA256SUMS -printf '%P\n' | LC_ALL=C sort | xargs sha256sum >"${work}/sums" && mv "${work}/sums" SHA256SUMS; }
+no_lvp_chart() { rm local-volume-provisioner-0.1.0.tgz && resum; }
+broken "no local-volume-provisioner chart" no_lvp_chart
+no_mu_chart() { rm mount-utilities-0.1.0.tgz && resum; }
+broken "no mount-utilities chart" no_mu_chart
+not_a_chart() { echo chart | gzip -n >mount-utilities-0.1.0.tgz && resum; }
+broken "a mount-utilities-0.1.0.tgz that is not a chart" not_a_chart
+two_charts() { cp mount-utilities-0.1.0.tgz mount-utilities-0.2.0.tgz && resum; }
+broken "two mount-utilities charts" two_charts
 one_platform() {
   "${work}/mkimage" index -o images/local-volume-provisioner-${version}.oci.tar \
     -name docker.io/nodeplug/local-volume-provisioner:${version} "${work}/src/amd64/image.tar"
@@ -236,9 +248,11 @@ push_release() {
     grep -qxF "127.0.0.1:${port}/test/${name}:${version}@${want}" <<<"${out}" || { echo "${name}: pushed not as ${want}: ${out}"; rc=1; }
   done
   if ((rc == 0)); then
-    got=$(HELM_CONFIG_HOME=${work}/helm HELM_CACHE_HOME=${work}/helm "${BIN_DIR}/helm" show values \
-      "oci://127.0.0.1:${port}/test/charts/local-volume-provisioner" --version "${version#v}" --ca-file "${pki}/ca.crt" 2>&1 | grep '^image:') || rc=1
-    [[ "${got}" == "image: 127.0.0.1:${port}/test/local-volume-provisioner:${version}" ]] || { echo "chart's image: ${got}"; rc=1; }
+    for name in local-volume-provisioner mount-utilities; do
+      got=$(HELM_CONFIG_HOME=${work}/helm HELM_CACHE_HOME=${work}/helm "${BIN_DIR}/helm" show values \
+        "oci://127.0.0.1:${port}/test/charts/${name}" --version "${version#v}" --ca-file "${pki}/ca.crt" 2>&1 | grep '^image:') || rc=1
+      [[ "${got}" == "image: 127.0.0.1:${port}/test/${name}:${version}" ]] || { echo "${name} chart's image: ${got}"; rc=1; }
+    done
   fi
   kill "${pid}" && wait "${pid}" 2>/dev/null
   return "${rc}"
@@ -248,4 +262,4 @@ expect "push: a registry name in upper case" fail np::release::push "${work}/goo
 expect "push: a CA file that does not exist" fail np::release::push "${work}/good" "${version}" "127.0.0.1:1/x" "${work}/no-ca.crt"
 
 ((failures == 0)) || np::die "release_test: ${failures} case(s) failed" "see the cases above"
-np::log "release_test: version and RELEASE_ONLY refusals, np::release::check accepts a release and refuses 6 broken ones, the kube-controller-manager image passes np::release::check_image, np::release::check_server_tarball accepts both server tarballs and refuses 8 broken ones, np::release::check_image accepts an image and refuses 4 broken ones, np::release::staged_binary_args stages a tool and refuses 3 bad roots, np::release::arch_version picks 2 versions and refuses 2, np::release::push pushes a release into a registry and refuses 2 bad settings"
+np::log "release_test: version and RELEASE_ONLY refusals, np::release::check accepts a release and refuses 9 broken ones, the kube-controller-manager image passes np::release::check_image, np::release::check_server_tarball accepts both server tarballs and refuses 8 broken ones, np::release::check_image accepts an image and refuses 4 broken ones, np::release::staged_binary_args stages a tool and refuses 3 bad roots, np::release::arch_version picks 2 versions and refuses 2, np::release::push pushes a release into a registry and refuses 2 bad settings"

@@ -2,10 +2,10 @@
 # make release RELEASE_REGISTRY=host[:port]/path (docs/release.md,
 # "Pushing to a registry"): after the release is written and checked, its
 # images are pushed as their multi-platform indexes to
-# RELEASE_REGISTRY/NAME:VERSION and its Helm chart to
-# oci://RELEASE_REGISTRY/charts, packaged so that its image defaults to the
-# pushed local-volume-provisioner (helm install oci://... needs no --set
-# image). RELEASE_REGISTRY_CA names the CA file the registry's certificate
+# RELEASE_REGISTRY/NAME:VERSION and its Helm charts (local-volume-provisioner,
+# mount-utilities) to oci://RELEASE_REGISTRY/charts, each packaged so that
+# its image defaults to the pushed one (helm install oci://... needs no
+# --set image). RELEASE_REGISTRY_CA names the CA file the registry's certificate
 # is signed by (default: the system's roots). Credentials are helm's and
 # the push tool's usual ones are not read: the registry must accept the
 # pushes without login (the local cluster's does; see docs/release.md for
@@ -35,7 +35,9 @@ np::release::push() {
       np::die "pushing ${f##*/} to ${registry} failed (see above)"
   done
   np::helm::build
-  np::registry::push_chart "${NODEPLUG_ROOT}/deploy/helm/local-volume-provisioner" "${version#v}" \
-    "${registry}/local-volume-provisioner:${version}" "${registry}" "${ca}"
-  echo "oci://${registry}/charts/local-volume-provisioner:${version#v}"
+  for name in local-volume-provisioner mount-utilities; do
+    np::registry::push_chart "${NODEPLUG_ROOT}/deploy/helm/${name}" "${version#v}" \
+      "${registry}/${name}:${version}" "${registry}" "${ca}"
+    echo "oci://${registry}/charts/${name}:${version#v}"
+  done
 }

@@ -2,7 +2,7 @@
 # make release (hack/release.sh): per architecture, a tarball of the
 # binaries an operator installs on a node or runs in the cluster; the images
 # as OCI archives, one multi-platform index each; the manifests and the Helm
-# chart packaged; SHA256SUMS of them all. docs/release.md says what each
+# charts packaged; SHA256SUMS of them all. docs/release.md says what each
 # holds and how to check it.
 
 source "$(dirname "${BASH_SOURCE[0]}")/build.sh"
@@ -19,6 +19,8 @@ NP_RELEASE_HEAVY=(kubelet kube-controller-manager)
 NP_RELEASE_SMALL=(local-volume-provisioner flexvolume-installer mount-utilities-upgrade)
 # The directories of the manifests tarball.
 NP_RELEASE_MANIFESTS=(deploy/local-volume-provisioner deploy/flexvolume deploy/mount-utilities)
+# The Helm charts packaged (deploy/helm/<name>, <name>-<chart version>.tgz).
+NP_RELEASE_CHARTS=(local-volume-provisioner mount-utilities)
 
 # np::release::version: RELEASE_VERSION, or v0.1.0-<commit> as the binaries
 # report it (hack/lib/build.sh). A version is v<major>.<minor>.<patch> with
@@ -161,9 +163,9 @@ np::release::images() {
 }
 
 # np::release::manifests VERSION OUT: the manifests tarball and the
-# packaged Helm chart (appVersion VERSION).
+# packaged Helm charts (appVersion VERSION).
 np::release::manifests() {
-  local version=$1 out=$2 work=$3 name d
+  local version=$1 out=$2 work=$3 name d chart
   name=nodeplug-${version}-manifests
   rm -rf "${work:?}/${name}" && mkdir -p "${work}/${name}"
   for d in "${NP_RELEASE_MANIFESTS[@]}"; do
@@ -172,9 +174,23 @@ np::release::manifests() {
   done
   np::release::tar_gz "${work}" "${name}" "${out}/${name}.tar.gz"
   np::helm::build
-  "${BIN_DIR}/helm" package "${NODEPLUG_ROOT}/deploy/helm/local-volume-provisioner" \
-    --app-version "${version}" -d "${out}" >/dev/null ||
-    np::die "helm package of deploy/helm/local-volume-provisioner failed" "run ${BIN_DIR}/helm lint deploy/helm/local-volume-provisioner"
+  for chart in "${NP_RELEASE_CHARTS[@]}"; do
+    "${BIN_DIR}/helm" package "${NODEPLUG_ROOT}/deploy/helm/${chart}" \
+      --app-version "${version}" -d "${out}" >/dev/null ||
+      np::die "helm package of deploy/helm/${chart} failed" "run ${BIN_DIR}/helm lint deploy/helm/${chart}"
+  done
+}
+
+# np::release::check_charts DIR: DIR holds one packaged chart of each of
+# NP_RELEASE_CHARTS, <name>-<chart version>.tgz with <name>/Chart.yaml.
+np::release::check_charts() {
+  local dir=$1 chart tgz
+  for chart in "${NP_RELEASE_CHARTS[@]}"; do
+    tgz=$(compgen -G "${dir}/${chart}-[0-9]*.tgz") || np::die "${dir}: no packaged Helm chart ${chart}"
+    [[ "${tgz}" != *$'\n'* ]] || np::die "${dir}: more than one packaged Helm chart ${chart}: ${tgz//$'\n'/ }"
+    tar -tzf "${tgz}" 2>/dev/null | grep -qxF "${chart}/Chart.yaml" ||
+      np::die "${tgz} is not a packaged Helm chart ${chart} (no ${chart}/Chart.yaml in it)"
+  done
 }
 
 # np::release::all: everything into ${OUT_DIR}/release/VERSION, then its
@@ -315,6 +331,6 @@ np::release::check() {
   list=$(tar -tzf "${dir}/nodeplug-${version}-manifests.tar.gz") || np::die "${dir}: the manifests tarball is unreadable"
   grep -q "/deploy/local-volume-provisioner/crd.yaml$" <<<"${list}" ||
     np::die "${dir}: the manifests tarball has no deploy/local-volume-provisioner/crd.yaml"
-  [[ -f "$(echo "${dir}"/local-volume-provisioner-*.tgz)" ]] || np::die "${dir}: no packaged Helm chart"
+  np::release::check_charts "${dir}"
   np::log "release ${version} in ${dir}: sums, tarballs, image platforms and contents are right"
 }

@@ -88,6 +88,12 @@ func DefaultChartDir(moduleDir string) string {
 	return filepath.Join(moduleDir, "..", "local-volume-provisioner")
 }
 
+// MountUtilitiesChartDir is the mount-utilities chart's directory seen
+// from this module's directory.
+func MountUtilitiesChartDir(moduleDir string) string {
+	return filepath.Join(moduleDir, "..", "mount-utilities")
+}
+
 // WriteYAML writes objects as one multi-document YAML stream.
 func WriteYAML(w io.Writer, objs []*unstructured.Unstructured) error {
 	for _, obj := range objs {
