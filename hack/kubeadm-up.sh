@@ -38,7 +38,7 @@ main() {
   local started=${SECONDS} i jobs=()
   [[ "${NODES}" =~ ^[1-9]$ ]] || np::die "NODES=${NODES} is not a number of nodes from 1 to 9" "use NODES=3 (the default)"
   np::preflight::root
-  np::preflight::local_up_dir
+  np::preflight::local_up_dir "${LOCAL_UP_DIR}"
   mkdir -p "${OUT_DIR}"
   np::preflight::stale
   np::preflight::apt
