@@ -59,7 +59,7 @@ func newLPVDisksAt(t testing.TB, n *framework.Node, base, fast, block string) *l
 	t.Helper()
 	d := &lpvDisks{t: t, n: n, base: base, fast: fast, block: block}
 	for _, dir := range []string{d.fast, d.block, filepath.Join(base, "src"), filepath.Join(base, "img")} {
-		if err := os.MkdirAll(n.HostPath(dir), 0o755); err != nil {
+		if err := os.MkdirAll(n.HostPath(t, dir), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -68,7 +68,7 @@ func newLPVDisksAt(t testing.TB, n *framework.Node, base, fast, block string) *l
 }
 
 // host is where the host finds the node's path p.
-func (d *lpvDisks) host(p string) string { return d.n.HostPath(p) }
+func (d *lpvDisks) host(p string) string { return d.n.HostPath(d.t, p) }
 
 // addDir bind-mounts a new directory at fast/<name> in the node.
 func (d *lpvDisks) addDir(name string) string {
