@@ -6,8 +6,9 @@
 # (hack/verify-golangci-lint.sh, .golangci.yaml, docs/lint.md), the go.mod
 # pin, no build outputs or files over 1 MiB in git (with the test of that
 # check), the one generator of the nodes' kubelet and kube-proxy
-# configurations (hack/node-config_test.sh), the checks of make release on
-# a small release made on the spot (hack/release_test.sh), the upstream
+# configurations (hack/node-config_test.sh), the checks of E2E_CLUSTER
+# before the e2e suites run (hack/e2e-existing_test.sh), the checks of make
+# release on a small release made on the spot (hack/release_test.sh), the upstream
 # code nodeplug copies or relies on unchanged since its last review
 # (hack/verify-upstream-internals.sh), the Helm chart's copies of the CRD
 # and the admission policy (hack/verify-helm-chart.sh), and shell syntax of
@@ -41,6 +42,7 @@ hack/verify-no-artifacts.sh || rc=1
 hack/verify-no-artifacts_test.sh || rc=1
 hack/cluster-start_test.sh || rc=1
 hack/node-config_test.sh || rc=1
+hack/e2e-existing_test.sh || rc=1
 hack/release_test.sh || rc=1
 hack/verify-upstream-internals.sh || rc=1
 hack/verify-helm-chart.sh || rc=1
