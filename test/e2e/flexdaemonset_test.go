@@ -144,7 +144,7 @@ func loadDriverDaemonSet(t testing.TB, flexDir string) *appsv1.DaemonSet {
 		t.Fatal(err)
 	}
 	ds := &appsv1.DaemonSet{}
-	if err := yaml.UnmarshalStrict(raw, ds); err != nil {
+	if err := yaml.UnmarshalStrict(framework.ManifestImages(raw), ds); err != nil {
 		t.Fatalf("deploy/flexvolume/daemonset.yaml: %v", err)
 	}
 	ds.Spec.Template.Spec.Volumes[0].HostPath.Path = flexDir

@@ -140,7 +140,8 @@ func deployLPVWith(ctx context.Context, t testing.TB, c *framework.Cluster, d *l
 }
 
 // lpvManifestDocs returns the YAML documents of deploy/local-volume-provisioner,
-// unchanged, in the order they apply.
+// unchanged but for the images' registry (framework.ManifestImages), in the
+// order they apply.
 func lpvManifestDocs(t testing.TB) []string {
 	t.Helper()
 	var docs []string
@@ -149,7 +150,7 @@ func lpvManifestDocs(t testing.TB) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		docs = append(docs, strings.Split(string(raw), "\n---\n")...)
+		docs = append(docs, strings.Split(string(framework.ManifestImages(raw)), "\n---\n")...)
 	}
 	return docs
 }

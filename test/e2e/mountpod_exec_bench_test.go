@@ -301,7 +301,7 @@ func mustReadManifest(b *testing.B, file string, into any) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := yaml.UnmarshalStrict(raw, into); err != nil {
+	if err := yaml.UnmarshalStrict(framework.ManifestImages(raw), into); err != nil {
 		b.Fatalf("%s: %v", file, err)
 	}
 }

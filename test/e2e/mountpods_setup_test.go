@@ -54,7 +54,7 @@ func muManifest(t testing.TB, file, root string, into any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := string(raw)
+	doc := string(framework.ManifestImages(raw))
 	if root != "" {
 		doc = strings.ReplaceAll(doc, "/var/lib/kubelet", root)
 	}

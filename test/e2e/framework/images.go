@@ -2,6 +2,7 @@ package framework
 
 import (
 	"os"
+	"regexp"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,4 +42,23 @@ func pullPolicy(m ClusterMode) corev1.PullPolicy {
 		return corev1.PullIfNotPresent
 	}
 	return corev1.PullNever
+}
+
+// manifestImage matches an image in a YAML manifest when it is one of
+// nodeplug's own (docker.io/nodeplug/..., or nodeplug/... in short): a
+// container's image, or an environment value naming one (the local volume
+// provisioner's JOB_IMAGE): the key and any quote, then the repository.
+var manifestImage = regexp.MustCompile(`(?m)^(\s*(?:-\s+)?(?:image|value):\s*["']?)(?:docker\.io/)?nodeplug/`)
+
+// ManifestImages returns the YAML manifest raw with nodeplug's own images
+// taken from E2E_IMAGE_REPO; with the default repository it returns raw
+// unchanged.
+func ManifestImages(raw []byte) []byte { return rewriteImages(raw, os.Getenv(ImageRepoEnv)) }
+
+func rewriteImages(raw []byte, repo string) []byte {
+	repo = strings.TrimRight(strings.TrimSpace(repo), "/")
+	if repo == "" || repo == DefaultImageRepo {
+		return raw
+	}
+	return manifestImage.ReplaceAll(raw, []byte("${1}"+strings.ReplaceAll(repo, "$", "$$")+"/"))
 }

@@ -201,3 +201,50 @@ func TestImagePullPolicy(t *testing.T) {
 		})
 	}
 }
+
+func TestImageManifestRewrite(t *testing.T) {
+	const manifest = `spec:
+  containers:
+  - name: a
+    image: docker.io/nodeplug/mount-utilities:1
+  - image: "nodeplug/local-volume-provisioner:dev"
+    name: b
+  - name: c
+    image: registry.k8s.io/pause:3.10
+  - name: d
+    image: docker.io/nodeplugfoo/x:1
+    env:
+    - name: JOB_IMAGE
+      value: nodeplug/local-volume-provisioner:dev
+    - name: NOTE
+      value: runs nodeplug/ images
+`
+	tests := map[string]struct {
+		repo string
+		want []string // lines that must be in the output
+		not  []string // and that must not
+	}{
+		"default repository: unchanged": {repo: "", want: []string{"image: docker.io/nodeplug/mount-utilities:1", `image: "nodeplug/local-volume-provisioner:dev"`}},
+		"the default named: unchanged":  {repo: "docker.io/nodeplug", want: []string{"image: docker.io/nodeplug/mount-utilities:1"}},
+		"a registry of its own": {repo: "reg.example:5000/np/",
+			want: []string{"image: reg.example:5000/np/mount-utilities:1", `image: "reg.example:5000/np/local-volume-provisioner:dev"`,
+				"image: registry.k8s.io/pause:3.10", "image: docker.io/nodeplugfoo/x:1",
+				"value: reg.example:5000/np/local-volume-provisioner:dev", "value: runs nodeplug/ images"},
+			not: []string{"image: docker.io/nodeplug/", `image: "nodeplug/`}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := string(rewriteImages([]byte(manifest), tc.repo))
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("output lacks %q:\n%s", w, got)
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(got, w) {
+					t.Errorf("output still has %q:\n%s", w, got)
+				}
+			}
+		})
+	}
+}
