@@ -162,7 +162,7 @@ func (c *Cluster) controlPlaneNode() (*Node, error) {
 // processArgs reads the command line of the oldest process named name on
 // node n, from its /proc.
 func processArgs(ctx context.Context, n *Node, name string) ([]string, error) {
-	raw, err := n.remoteOutput(ctx, nil, "sh", "-c", `pid=$(pgrep -xo "$1") && cat "/proc/$pid/cmdline"`, "sh", name)
+	raw, err := n.remoteOutput(ctx, nil, "sh", "-c", `pid=$(pgrep -xo "$1") && cat "/proc/$pid/cmdline"`, "sh", commName(name))
 	if err != nil {
 		return nil, fmt.Errorf("no process %s: %w", name, err)
 	}

@@ -175,6 +175,9 @@ func (c *Cluster) RequireFlag(t testing.TB, component, flag string) {
 			return
 		}
 	}
+	if c.Mode == ModeExisting {
+		t.Fatalf("the cluster's %s runs without %s; give it the flags docs/e2e.md lists", component, flag)
+	}
 	t.Fatalf("%s runs without %s; run the e2e suite with hack/e2e.sh, which sets it", component, flag)
 }
 

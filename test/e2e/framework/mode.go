@@ -169,3 +169,13 @@ func ListNodeAddresses(ctx context.Context, client kubernetes.Interface) ([]Node
 	}
 	return NodeAddresses(list.Items)
 }
+
+// commName is the name pgrep -x matches a process by: the kernel keeps
+// the first 15 bytes of an executable's name ("kube-controller" for the
+// kube-controller-manager).
+func commName(name string) string {
+	if len(name) > 15 {
+		return name[:15]
+	}
+	return name
+}

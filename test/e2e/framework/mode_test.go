@@ -248,3 +248,18 @@ func TestImageManifestRewrite(t *testing.T) {
 		})
 	}
 }
+
+func TestSSHCommName(t *testing.T) {
+	tests := map[string]struct{ in, want string }{
+		"short":                {in: "kubelet", want: "kubelet"},
+		"fifteen bytes":        {in: "kube-controller", want: "kube-controller"},
+		"cut to fifteen bytes": {in: "kube-controller-manager", want: "kube-controller"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := commName(tc.in); got != tc.want {
+				t.Fatalf("commName(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
