@@ -59,7 +59,7 @@ func newLPVDisksAt(t testing.TB, n *framework.Node, base, fast, block string) *l
 	t.Helper()
 	d := &lpvDisks{t: t, n: n, base: base, fast: fast, block: block}
 	for _, dir := range []string{d.fast, d.block, filepath.Join(base, "src"), filepath.Join(base, "img")} {
-		if err := os.MkdirAll(n.HostPath(t, dir), 0o755); err != nil {
+		if err := n.MkdirAll(context.Background(), dir); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -67,7 +67,8 @@ func newLPVDisksAt(t testing.TB, n *framework.Node, base, fast, block string) *l
 	return d
 }
 
-// host is where the host finds the node's path p.
+// host is where the host finds the node's path p (a test that needs it
+// skips on an existing cluster).
 func (d *lpvDisks) host(p string) string { return d.n.HostPath(d.t, p) }
 
 // addDir bind-mounts a new directory at fast/<name> in the node.
@@ -75,7 +76,7 @@ func (d *lpvDisks) addDir(name string) string {
 	d.t.Helper()
 	src, target := filepath.Join(d.base, "src", name), filepath.Join(d.fast, name)
 	for _, dir := range []string{src, target} {
-		if err := os.MkdirAll(d.host(dir), 0o755); err != nil {
+		if err := d.n.MkdirAll(context.Background(), dir); err != nil {
 			d.t.Fatal(err)
 		}
 	}
@@ -108,7 +109,7 @@ func (d *lpvDisks) teardown() {
 	for _, dev := range d.loops {
 		_ = exec.Command("losetup", "-d", dev).Run()
 	}
-	_ = os.RemoveAll(d.host(d.base))
+	_ = d.n.RemoveAll(context.Background(), d.base)
 }
 
 // unwipedMemoryManifest is the CRD of the memory of unwiped disks, which
