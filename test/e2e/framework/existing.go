@@ -5,7 +5,6 @@ package framework
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"net/url"
@@ -151,8 +150,11 @@ func (c *Cluster) remoteArgs(t testing.TB, component string) []string {
 // SSH as the nodes are (upstream's e2e framework does the same).
 func (c *Cluster) controlPlaneNode() (*Node, error) {
 	u, err := url.Parse(c.Config.Host)
-	if err != nil || u.Hostname() == "" {
-		return nil, fmt.Errorf("the kubeconfig's server %q has no host: %w", c.Config.Host, errors.Join(err, errors.ErrUnsupported))
+	if err != nil {
+		return nil, fmt.Errorf("the kubeconfig's server %q: %w", c.Config.Host, err)
+	}
+	if u.Hostname() == "" {
+		return nil, fmt.Errorf("the kubeconfig's server %q names no host", c.Config.Host)
 	}
 	target := c.ssh
 	target.Host = u.Hostname()
