@@ -58,6 +58,17 @@ expect "hack/e2e.sh existing names every missing variable" 1 "needs KUBECONFIG K
   E2E_CLUSTER=existing "${guard[@]}" "${NODEPLUG_ROOT}/hack/e2e.sh"
 expect "hack/e2e-upstream.sh existing names every missing variable" 1 "needs KUBECONFIG KUBE_SSH_KEY_PATH KUBE_SSH_USER" \
   E2E_CLUSTER=existing "${guard[@]}" "${NODEPLUG_ROOT}/hack/e2e-upstream.sh"
+# A kubectl in PATH (none in BIN_DIR): the cluster is checked before the build.
+mkdir -p "${tmp}/path" "${tmp}/bin"
+cp "${tmp}/kubectl-down" "${tmp}/path/kubectl"
+down=(E2E_CLUSTER=existing KUBECONFIG="${tmp}/kubeconfig" KUBE_SSH_KEY_PATH="${tmp}/key" KUBE_SSH_USER=root
+  BIN_DIR="${tmp}/bin" PATH="${tmp}/path:${PATH}")
+expect "hack/e2e.sh stops before building when the cluster does not answer" 1 "does not answer kubectl version" \
+  "${down[@]}" "${guard[@]}" "${NODEPLUG_ROOT}/hack/e2e.sh"
+expect "hack/e2e-upstream.sh stops before building when the cluster does not answer" 1 "does not answer kubectl version" \
+  "${down[@]}" "${guard[@]}" "${NODEPLUG_ROOT}/hack/e2e-upstream.sh"
+expect "hack/e2e-upstream.sh refuses a KUBE_TEST_REPO_LIST it cannot read" 1 "KUBE_TEST_REPO_LIST=${tmp}/norepos cannot be read" \
+  "${down[@]}" KUBE_TEST_REPO_LIST="${tmp}/norepos" "${guard[@]}" "${NODEPLUG_ROOT}/hack/e2e-upstream.sh"
 expect "a missing user is named" 1 "E2E_CLUSTER=existing needs KUBE_SSH_USER" \
   KUBECONFIG="${tmp}/kubeconfig" KUBE_SSH_KEY_PATH="${tmp}/key" bash -c "$(check np::e2e_existing::check_env)"
 expect "a kubeconfig that is not there" 1 "KUBECONFIG=${tmp}/nothere cannot be read" \

@@ -34,6 +34,9 @@ if [[ "${E2E_CLUSTER}" == existing ]]; then
       "name a YAML file of upstream's registry keys (e.g. promoterE2eRegistry: mirror.example/e2e), or unset it"
     export KUBE_TEST_REPO_LIST
   fi
+  # The cluster answers before the build, when a kubectl is at hand.
+  kubectl=$(np::e2e_existing::kubectl)
+  [[ -z "${kubectl}" ]] || np::e2e_existing::check_cluster "${kubectl}"
 fi
 export NODES=${NODES:-3}
 # Every experimental feature, as hack/e2e.sh sets them. The plugin
@@ -109,7 +112,7 @@ if [[ "${E2E_CLUSTER}" == existing ]]; then
   provider=${E2E_UPSTREAM_PROVIDER:-local}
   # The cluster pulls the images; the specs' own references, with
   # KUBE_TEST_REPO_LIST applied, are logged for the operator.
-  np::e2e_existing::check_cluster "${BIN_DIR}/kubectl"
+  [[ -n "${kubectl}" ]] || np::e2e_existing::check_cluster "${BIN_DIR}/kubectl"
   np::log "the cluster's nodes must pull upstream's test images, among them: $("${BIN_DIR}/e2eimages" | awk '{print $2}' | tr '\n' ' ')"
   np::e2e_upstream::existing_mount_utilities
 else

@@ -19,8 +19,11 @@ source "${NODEPLUG_ROOT}/hack/lib/e2e-existing.sh"
 E2E_CLUSTER=$(np::e2e::cluster_mode) || exit 1
 if [[ "${E2E_CLUSTER}" == existing ]]; then
   np::e2e_existing::check_env
+  # The cluster answers before the build, when a kubectl is at hand.
+  kubectl=$(np::e2e_existing::kubectl)
+  [[ -z "${kubectl}" ]] || np::e2e_existing::check_cluster "${kubectl}"
   [[ "${SKIP_BUILD:-0}" == 1 ]] || "${NODEPLUG_ROOT}/hack/build.sh"
-  np::e2e_existing::check_cluster "${BIN_DIR}/kubectl"
+  [[ -n "${kubectl}" ]] || np::e2e_existing::check_cluster "${BIN_DIR}/kubectl"
   source "${NODEPLUG_ROOT}/hack/lib/helm.sh"
   np::helm::build
   # The plugin watcher's directory the cluster's kubelets were given

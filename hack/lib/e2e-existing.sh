@@ -31,6 +31,17 @@ np::e2e_existing::check_env() {
     "name the private key that logs in to every node as ${KUBE_SSH_USER}"
 }
 
+# np::e2e_existing::kubectl: the kubectl to check the cluster with before
+# the build: ${BIN_DIR}/kubectl when built, else one in PATH, else nothing
+# (the check then waits for the build).
+np::e2e_existing::kubectl() {
+  if [[ -x "${BIN_DIR}/kubectl" ]]; then
+    echo "${BIN_DIR}/kubectl"
+  else
+    command -v kubectl || true
+  fi
+}
+
 # np::e2e_existing::check_cluster KUBECTL: dies unless the cluster answers
 # kubectl version and get nodes (20 s each), and logs its nodes.
 np::e2e_existing::check_cluster() {
