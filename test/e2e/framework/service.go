@@ -17,7 +17,9 @@ const NodeSystemctl = "/usr/local/sbin/systemctl"
 
 // nodeUnitDir is where a namespaced node keeps its units (its own /run);
 // remoteUnitDir is where systemd on a machine of an existing cluster reads
-// runtime drop-ins (gone at the next boot).
+// runtime drop-ins (gone at the next boot). A node of an existing cluster
+// that has nodeUnitDir runs local-up's service manager (the local cluster
+// reached over SSH).
 const (
 	nodeUnitDir   = "/run/nodeplug/systemd"
 	remoteUnitDir = "/run/systemd/system"
@@ -49,7 +51,7 @@ func (n *Node) Systemctl(ctx context.Context, args ...string) (string, error) {
 // the node's unit, in a drop-in of its own, as an operator's override does;
 // nil removes it. It takes effect at the unit's next start.
 func (n *Node) SetServiceEnvironment(ctx context.Context, unit string, env []string) error {
-	dropIn := n.dropIn(unit, "51-e2e-env.conf")
+	dropIn := n.dropIn(ctx, unit, "51-e2e-env.conf")
 	if env == nil {
 		return n.removeDropIn(ctx, dropIn)
 	}
@@ -68,7 +70,7 @@ func (n *Node) SetServiceEnvironment(ctx context.Context, unit string, env []str
 // that replaces its ExecStart, as an operator's override does); nil
 // removes the override. It takes effect at the unit's next start.
 func (n *Node) SetServiceCommand(ctx context.Context, unit string, argv []string) error {
-	dropIn := n.dropIn(unit, "50-e2e.conf")
+	dropIn := n.dropIn(ctx, unit, "50-e2e.conf")
 	if argv == nil {
 		return n.removeDropIn(ctx, dropIn)
 	}
@@ -80,9 +82,9 @@ func (n *Node) SetServiceCommand(ctx context.Context, unit string, argv []string
 }
 
 // dropIn is the path, as the node sees it, of the unit's drop-in file.
-func (n *Node) dropIn(unit, file string) string {
+func (n *Node) dropIn(ctx context.Context, unit, file string) string {
 	dir := nodeUnitDir
-	if n.Remote() {
+	if n.Remote() && n.Command(ctx, "test", "-d", nodeUnitDir).Run() != nil {
 		dir = remoteUnitDir
 	}
 	return filepath.Join(dir, unit+".service.d", file)
