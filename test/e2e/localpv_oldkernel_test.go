@@ -122,7 +122,7 @@ func kubeletWithEnv(ctx context.Context, t *testing.T, c *framework.Cluster, n *
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		if err := n.SetServiceEnvironment(context.Background(), "kubelet", nil); err != nil {
+		if err := n.SetServiceEnvironment(ctx, "kubelet", nil); err != nil {
 			t.Error(err)
 		}
 		serviceJob(ctx, t, c, n, "kubelet", "restart")
