@@ -13,8 +13,31 @@
 # set 4), E2E_UPSTREAM_TIMEOUT (of each pass: 40m, for the full set 90m),
 # NODES (3), SKIP_BUILD=1 (reuse ${BIN_DIR}). Extra arguments go to ginkgo
 # (e.g. -v, --dry-run with E2E_UPSTREAM_PROCS=1).
+#
+# E2E_CLUSTER=existing runs the specs against the cluster KUBECONFIG names
+# instead (docs/e2e-upstream.md, "Running the suites against your own
+# cluster"): no local-up or local-down, no images built or imported. Its
+# nodes and its control plane must take SSH with KUBE_SSH_KEY_PATH as
+# KUBE_SSH_USER (upstream's framework reaches them so, with
+# E2E_UPSTREAM_PROVIDER, local by default, or skeleton), and its nodes must
+# pull the images the specs use: upstream's registries, or a mirror named
+# by KUBE_TEST_REPO_LIST (upstream's own mechanism, passed through to the
+# specs). The mount utilities DaemonSet is applied if the cluster has none.
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
+source "${NODEPLUG_ROOT}/hack/lib/e2e-existing.sh"
+E2E_CLUSTER=$(np::e2e::cluster_mode) || exit 1
+if [[ "${E2E_CLUSTER}" == existing ]]; then
+  np::e2e_existing::check_env
+  if [[ -n "${KUBE_TEST_REPO_LIST:-}" ]]; then
+    [[ -r "${KUBE_TEST_REPO_LIST}" ]] || np::die "KUBE_TEST_REPO_LIST=${KUBE_TEST_REPO_LIST} cannot be read" \
+      "name a YAML file of upstream's registry keys (e.g. promoterE2eRegistry: mirror.example/e2e), or unset it"
+    export KUBE_TEST_REPO_LIST
+  fi
+  # The cluster answers before the build, when a kubectl is at hand.
+  kubectl=$(np::e2e_existing::kubectl)
+  [[ -z "${kubectl}" ]] || np::e2e_existing::check_cluster "${kubectl}"
+fi
 export NODES=${NODES:-3}
 # Every experimental feature, as hack/e2e.sh sets them. The plugin
 # watcher's directory is each node's own; the default StorageClass's driver
@@ -72,10 +95,12 @@ teardown() {
   exit "${rc}"
 }
 
-((NODES > 1)) || np::die "NODES=${NODES}: upstream's host-exec pods need nodes with their own PID 1" "use NODES=3 (the default) or 2"
+if [[ "${E2E_CLUSTER}" == local ]]; then
+  ((NODES > 1)) || np::die "NODES=${NODES}: upstream's host-exec pods need nodes with their own PID 1" "use NODES=3 (the default) or 2"
+fi
 # The cluster's directory must be root's (local-up checks it too): refused
 # before the build.
-np::preflight::local_up_dir "${LOCAL_UP_DIR}"
+[[ "${E2E_CLUSTER}" != local ]] || np::preflight::local_up_dir "${LOCAL_UP_DIR}"
 started=${SECONDS}
 if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
   "${NODEPLUG_ROOT}/hack/build.sh"
@@ -85,27 +110,38 @@ fi
 built=$((SECONDS - started))
 rm -rf "${RESULTS}"
 mkdir -p "${RESULTS}"
-# The images take programs from the host's packages: install them first.
-np::preflight::root
-np::preflight::apt
-np::e2e_upstream::build_images "${RESULTS}/images"
-# What upstream's specs need of them (about 5 s): a failure here is an
-# image's, not nodeplug's.
-"${NODEPLUG_ROOT}/hack/test-e2e-upstream-images.sh" >"${RESULTS}/images-test.log" 2>&1 ||
-  np::die "the images for upstream's specs lack what the specs use (see ${RESULTS}/images-test.log)" \
-    "see build/e2e-images/README.md"
+provider=local
+if [[ "${E2E_CLUSTER}" == existing ]]; then
+  provider=${E2E_UPSTREAM_PROVIDER:-local}
+  # The cluster pulls the images; the specs' own references, with
+  # KUBE_TEST_REPO_LIST applied, are logged for the operator.
+  [[ -n "${kubectl}" ]] || np::e2e_existing::check_cluster "${BIN_DIR}/kubectl"
+  np::log "the cluster's nodes must pull upstream's test images, among them: $("${BIN_DIR}/e2eimages" | awk '{print $2}' | tr '\n' ' ')"
+  np::e2e_upstream::existing_mount_utilities
+else
+  # The images take programs from the host's packages: install them first.
+  np::preflight::root
+  np::preflight::apt
+  np::e2e_upstream::build_images "${RESULTS}/images"
+  # What upstream's specs need of them (about 5 s): a failure here is an
+  # image's, not nodeplug's.
+  "${NODEPLUG_ROOT}/hack/test-e2e-upstream-images.sh" >"${RESULTS}/images-test.log" 2>&1 ||
+    np::die "the images for upstream's specs lack what the specs use (see ${RESULTS}/images-test.log)" \
+      "see build/e2e-images/README.md"
 
-trap teardown EXIT
-SKIP_BUILD=1 "${NODEPLUG_ROOT}/hack/local-up-cluster.sh"
-export KUBECONFIG=${LOCAL_UP_DIR}/pki/admin.kubeconfig
-np::e2e_upstream::import "${RESULTS}/images"
-np::e2e_upstream::mount_utilities
+  trap teardown EXIT
+  SKIP_BUILD=1 "${NODEPLUG_ROOT}/hack/local-up-cluster.sh"
+  export KUBECONFIG=${LOCAL_UP_DIR}/pki/admin.kubeconfig
+  np::e2e_upstream::import "${RESULTS}/images"
+  np::e2e_upstream::mount_utilities
 
-# Upstream's framework reaches the nodes and the control plane over SSH
-# (provider local) with this key and user.
-export KUBE_SSH_KEY_PATH=${LOCAL_UP_DIR}/ssh/id_ed25519 KUBE_SSH_USER=root
-np::cluster::alive sshd || np::die "no SSH server for the control plane" \
-  "upstream's flex specs install drivers there over SSH: free port 22 on 127.0.0.1 (see local-up's warning)"
+  # Upstream's framework reaches the nodes and the control plane over SSH
+  # (provider local) with this key and user.
+  export KUBE_SSH_KEY_PATH=${LOCAL_UP_DIR}/ssh/id_ed25519 KUBE_SSH_USER=root
+  np::cluster::alive sshd || np::die "no SSH server for the control plane" \
+    "upstream's flex specs install drivers there over SSH: free port 22 on 127.0.0.1 (see local-up's warning)"
+fi
+export KUBECONFIG KUBE_SSH_KEY_PATH KUBE_SSH_USER
 
 # run_pass NAME PROCS FOCUS SKIP [GINKGO FLAGS...]: one ginkgo run, its
 # report in ${RESULTS}/NAME.json.
@@ -116,7 +152,7 @@ run_pass() {
   "${BIN_DIR}/ginkgo" --procs "${procs}" --focus "${focus}" --skip "${skip}" \
     --timeout "${E2E_UPSTREAM_TIMEOUT}" --no-color \
     --json-report "${name}.json" --output-dir "${RESULTS}" "$@" "${E2E_UPSTREAM_TEST}" -- \
-    -kubeconfig "${KUBECONFIG}" -provider local -report-dir "${RESULTS}" 2>&1 | tee -a "${RESULTS}/e2e.log"
+    -kubeconfig "${KUBECONFIG}" -provider "${provider}" -report-dir "${RESULTS}" 2>&1 | tee -a "${RESULTS}/e2e.log"
 }
 
 run_started=${SECONDS}

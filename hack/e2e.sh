@@ -6,8 +6,35 @@
 # go test (e.g. -run TestFlex). Before the suite, hack/local-up-faults_test.sh
 # tests the cluster scripts' fault handling (E2E_FAULTS=0 leaves it out
 # outside CI).
+#
+# E2E_CLUSTER=existing runs the suite against the cluster KUBECONFIG names
+# instead, its nodes reached over SSH with KUBE_SSH_KEY_PATH as
+# KUBE_SSH_USER (docs/e2e.md): no local-up or local-down, no fault tests,
+# no check of the mount-utilities image in a chroot; the tests that need
+# the local cluster's host skip and are counted. E2E_IMAGE_REPO names the
+# registry repository of the tests' images (docker.io/nodeplug).
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
+source "${NODEPLUG_ROOT}/hack/lib/e2e-existing.sh"
+E2E_CLUSTER=$(np::e2e::cluster_mode) || exit 1
+if [[ "${E2E_CLUSTER}" == existing ]]; then
+  np::e2e_existing::check_env
+  # The cluster answers before the build, when a kubectl is at hand.
+  kubectl=$(np::e2e_existing::kubectl)
+  [[ -z "${kubectl}" ]] || np::e2e_existing::check_cluster "${kubectl}"
+  [[ "${SKIP_BUILD:-0}" == 1 ]] || "${NODEPLUG_ROOT}/hack/build.sh"
+  [[ -n "${kubectl}" ]] || np::e2e_existing::check_cluster "${BIN_DIR}/kubectl"
+  source "${NODEPLUG_ROOT}/hack/lib/helm.sh"
+  np::helm::build
+  # The plugin watcher's directory the cluster's kubelets were given
+  # (--experimental-plugin-registration-dir), as the tests see it on a node.
+  export E2E_PLUGIN_REGISTRATION_DIR=${E2E_PLUGIN_REGISTRATION_DIR:-/var/lib/kubelet/plugins_registry_nodeplug}
+  export E2E_IMAGE_REPO=${E2E_IMAGE_REPO:-docker.io/nodeplug}
+  export E2E_CLUSTER KUBECONFIG KUBE_SSH_KEY_PATH KUBE_SSH_USER BIN_DIR NODEPLUG_HELM=${BIN_DIR}/helm
+  rc=0
+  np::e2e_existing::run "${OUT_DIR}/e2e-existing/go-test.json" "$@" || rc=$?
+  exit "${rc}"
+fi
 # The suite runs on NODES=3 (the control plane on the host, three nodes in
 # namespaces of their own); NODES=1 runs it on a node on the host.
 export NODES=${NODES:-3}

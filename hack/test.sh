@@ -3,9 +3,10 @@
 # controller-manager, below): the root module's pkg/, cmd/, build/ (the image
 # binaries and flex drivers; their FUSE tests need root and /dev/fuse) and
 # deploy/ (manifest checks), the e2e framework's helpers that need no
-# cluster (test/e2e/framework without the e2e tag), every staging module
-# (each is its own Go module), and the Helm chart's module
-# (deploy/helm/chartrender: the chart rendered with Helm's Go library), and
+# cluster (test/e2e/framework without the e2e tag), the counter of
+# hack/e2e.sh on an existing cluster (hack/tools/e2ecount), every staging
+# module (each is its own Go module), the Helm chart's module
+# (deploy/helm/chartrender: the charts rendered with Helm's Go library), and
 # the local registry's module (hack/tools/registry).
 # Extra arguments go to go test.
 set -o errexit -o nounset -o pipefail
@@ -26,7 +27,7 @@ rc=0
 # the instrumented copy back. hack/build.sh and verify's go vet compile them.
 wiring='/cmd/(kubelet|kube-controller-manager)/app$'
 with_tests='{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}'
-mapfile -t race_pkgs < <(go list -f "${with_tests}" ./pkg/... ./cmd/... ./build/... ./deploy/... ./test/e2e/framework | grep -vE "${wiring}" | grep .)
+mapfile -t race_pkgs < <(go list -f "${with_tests}" ./pkg/... ./cmd/... ./build/... ./deploy/... ./test/e2e/framework ./hack/tools/e2ecount | grep -vE "${wiring}" | grep .)
 mapfile -t plain_pkgs < <(go list -f "${with_tests}" ./cmd/... | grep -E "${wiring}")
 go test -race -count=1 "$@" "${race_pkgs[@]}" || rc=1
 go test -count=1 "$@" "${plain_pkgs[@]}" || rc=1

@@ -143,6 +143,30 @@ np::e2e_upstream::mount_utilities() {
   np::log "mount utilities Ready on every node"
 }
 
+# np::e2e_upstream::existing_mount_utilities: on an existing cluster, the
+# mount utilities DaemonSet it runs (applied from deploy/mount-utilities
+# when it has none, as docs/install.md installs it), Ready on every node it
+# schedules to.
+np::e2e_upstream::existing_mount_utilities() {
+  if ! "${BIN_DIR}/kubectl" -n kube-mount get daemonset mount-utilities >/dev/null 2>&1; then
+    np::log "the cluster has no kube-mount/mount-utilities DaemonSet: applying deploy/mount-utilities"
+    "${BIN_DIR}/kubectl" apply -k "${NODEPLUG_ROOT}/deploy/mount-utilities" >/dev/null ||
+      np::die "applying deploy/mount-utilities failed" "see the kubectl error above"
+  fi
+  np::wait_for 300 "mount-utilities pods" np::e2e_upstream::mount_utilities_ready ||
+    np::die "the mount-utilities pods are not Ready on every node" \
+      "kubectl -n kube-mount describe pods; the nodes must pull its image (docs/e2e-upstream.md)"
+}
+
+# np::e2e_upstream::mount_utilities_ready: whether the DaemonSet's pods are
+# Ready on every node it schedules to (one at least).
+np::e2e_upstream::mount_utilities_ready() {
+  local s
+  s=$("${BIN_DIR}/kubectl" -n kube-mount get daemonset mount-utilities \
+    -o jsonpath='{.status.numberReady}/{.status.desiredNumberScheduled}') || return 1
+  [[ "${s%/*}" == "${s#*/}" && "${s#*/}" -gt 0 ]]
+}
+
 # np::e2e_upstream::summary REPORT...: the counts of ginkgo's JSON REPORTs
 # (those that exist):
 # the specs the focus and skip select, and of those how many passed,

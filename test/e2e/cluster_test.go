@@ -29,7 +29,7 @@ func TestNodeplugBinariesRunTheCluster(t *testing.T) {
 		t.Errorf("node reports kubelet %s, want the embedded upstream v1.37.x", v)
 	}
 	for _, component := range []string{"kubelet", "kube-controller-manager"} {
-		exe, err := c.ComponentBinary(component)
+		exe, err := c.ComponentBinary(t, component)
 		if err != nil {
 			t.Fatalf("%s: %v", component, err)
 		}

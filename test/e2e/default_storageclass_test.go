@@ -62,7 +62,7 @@ func TestDefaultStorageClass(t *testing.T) {
 			}
 			c.DeletePod(t, name)
 			deleteClaimAndWait(ctx, t, c, name, pv)
-			dir := n.HostPath(filepath.Join(n.RootDir(), hostpathDataDir, pv.Spec.CSI.VolumeHandle))
+			dir := n.HostPath(t, filepath.Join(n.RootDir(), hostpathDataDir, pv.Spec.CSI.VolumeHandle))
 			if _, err := os.Stat(dir); !os.IsNotExist(err) {
 				t.Errorf("volume directory %s is left after its PV was deleted: %v", dir, err)
 			}
@@ -79,7 +79,7 @@ func checkRegistration(t *testing.T, n *framework.Node) {
 		t.Log("E2E_PLUGIN_REGISTRATION_DIR is not set: not checking that the driver registered through nodeplug's watcher")
 		return
 	}
-	sock := n.HostPath(filepath.Join(dir, hostpathRegSocket))
+	sock := n.HostPath(t, filepath.Join(dir, hostpathRegSocket))
 	if fi, err := os.Stat(sock); err != nil || fi.Mode()&os.ModeSocket == 0 {
 		t.Fatalf("no registration socket at %s (%v): the driver did not register through nodeplug's watcher", sock, err)
 	}
@@ -128,7 +128,7 @@ func provisionOn(ctx context.Context, t *testing.T, c *framework.Cluster, n *fra
 	if pinned := pinnedTo(pv); pinned != n.Name {
 		t.Fatalf("PV %s is pinned to %q, want %s (node affinity %v)", pv.Name, pinned, n.Name, pv.Spec.NodeAffinity)
 	}
-	file := n.HostPath(filepath.Join(n.RootDir(), hostpathDataDir, pv.Spec.CSI.VolumeHandle, "f"))
+	file := n.HostPath(t, filepath.Join(n.RootDir(), hostpathDataDir, pv.Spec.CSI.VolumeHandle, "f"))
 	if b, err := os.ReadFile(file); err != nil || strings.TrimSpace(string(b)) != greeting {
 		t.Fatalf("%s on node %s: %q, %v; want %q", file, n.Name, b, err, greeting)
 	}

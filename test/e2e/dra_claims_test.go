@@ -130,7 +130,7 @@ func draRequireUntouched(ctx context.Context, t *testing.T, c *framework.Cluster
 // name has claim's UID (each driver names its specs its own way).
 func draCDISpec(t *testing.T, n *framework.Node, claim *resourceapi.ResourceClaim) (string, []byte) {
 	t.Helper()
-	dir := n.HostPath("/run/cdi")
+	dir := n.HostPath(t, "/run/cdi")
 	specs, _ := filepath.Glob(filepath.Join(dir, "*"+string(claim.UID)+"*"))
 	if len(specs) != 1 {
 		t.Fatalf("the driver's CDI spec for claim %s on node %s: %d files in %s name its UID %s, want 1", claim.Name, n.Name, len(specs), dir, claim.UID)

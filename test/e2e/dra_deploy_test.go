@@ -44,11 +44,14 @@ type draDriver struct {
 	update func(ctx context.Context, t *testing.T, c *framework.Cluster)
 }
 
+// draTestImage is upstream's DRA test driver's image, as
+// build/dra-test-driver builds it.
+var draTestImage = framework.Image("dra-test-driver:v1.37.2")
+
 // Upstream's DRA test driver as build/dra-test-driver runs it, and the
 // objects the DRA tests create for it.
 const (
 	draTestName      = "test-driver.cdi.k8s.io"
-	draTestImage     = "docker.io/nodeplug/dra-test-driver:v1.37.2"
 	draTestNamespace = "nodeplug-dra-namespace" // upstream's RBAC names, with its placeholder replaced
 	draTestAccount   = "nodeplug-dra-service-account"
 	draTestDaemonSet = "dra-test-driver"
@@ -202,7 +205,7 @@ func draDaemonSetSpec(regDir string) *appsv1.DaemonSet {
 					TerminationGracePeriodSeconds: &grace,
 					Volumes:                       vols,
 					Containers: []corev1.Container{{
-						Name: "plugin", Image: draTestImage, ImagePullPolicy: corev1.PullNever,
+						Name: "plugin", Image: draTestImage, ImagePullPolicy: framework.ImagePullPolicy(),
 						Args: []string{"--node-name=$(NODE_NAME)", "--pod-uid=$(POD_UID)",
 							"--plugin-registration-path=" + regDir, "--cdi-dir=/var/run/cdi", "-v=3"},
 						Env:          []corev1.EnvVar{fieldEnv("NODE_NAME", "spec.nodeName"), fieldEnv("POD_UID", "metadata.uid")},

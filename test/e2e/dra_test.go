@@ -210,9 +210,9 @@ func draDriverKilled(ctx context.Context, t *testing.T, c *framework.Cluster, ds
 // left on node, as an operator would once the driver is gone for good: they
 // would otherwise stay registered for the rest of the suite.
 func draRemoveSocketsAtEnd(t *testing.T, d *draDriver, node *framework.Node, regDir string) {
-	left, _ := filepath.Glob(filepath.Join(node.HostPath(regDir), d.name+"-*-reg.sock"))
+	left, _ := filepath.Glob(filepath.Join(node.HostPath(t, regDir), d.name+"-*-reg.sock"))
 	t.Logf("registration sockets left on %s by the killed %s: %d", node.Name, d.label, len(left))
-	dataSocks, _ := filepath.Glob(filepath.Join(node.HostPath(framework.KubeletRootDir), "plugins", d.name, "*.sock"))
+	dataSocks, _ := filepath.Glob(filepath.Join(node.HostPath(t, framework.KubeletRootDir), "plugins", d.name, "*.sock"))
 	t.Cleanup(func() {
 		for _, f := range append(left, dataSocks...) {
 			_ = os.Remove(f)

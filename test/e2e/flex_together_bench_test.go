@@ -71,7 +71,7 @@ func btMeasure(b *testing.B, c *framework.Cluster, mode, kind, script string, po
 		driver := vendor + "/drv"
 		opts := map[string]string{}
 		if kind == "attachable" {
-			opts = map[string]string{"size": "16M", "dir": filepath.Join(c.Dir, "shared", vendor)}
+			opts = map[string]string{"size": "16M", "dir": filepath.Join(c.Dir(b), "shared", vendor)}
 		}
 		start := time.Now()
 		pod := flexPod(fmt.Sprintf("e2e-bench-%d", start.UnixNano()%1e9), driver, opts)

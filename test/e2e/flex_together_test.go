@@ -34,7 +34,7 @@ func TestFlexDriverInstalledWithPod(t *testing.T) {
 	}{
 		"not attachable": {dir: "e2e.together~plain", exe: "plain", driver: "e2e.together/plain", script: trivialDriver},
 		"attachable": {dir: "e2e.together~loop", exe: "loop", driver: "e2e.together/loop", script: string(loop),
-			opts: map[string]string{"size": "32M", "dir": filepath.Join(c.Dir, "shared", "together-loop")}},
+			opts: map[string]string{"size": "32M", "dir": filepath.Join(c.Dir(t), "shared", "together-loop")}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

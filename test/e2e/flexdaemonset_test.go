@@ -46,7 +46,7 @@ func TestFlexVolumeDaemonSetStories(t *testing.T) {
 	c := framework.Connect(t)
 	requireFlexDiscovery(t, c)
 	ctx := t.Context()
-	flexDir := c.Node.HostPath(c.Node.FlexDir())
+	flexDir := c.Node.HostPath(t, c.Node.FlexDir())
 
 	shipped := loadDriverDaemonSet(t, c.Node.FlexDir())
 	since := time.Now()
@@ -61,8 +61,8 @@ func TestFlexVolumeDaemonSetStories(t *testing.T) {
 		c.RequireMountType(ctx, t, pod.Name, "/data", "tmpfs")
 	})
 
-	v1 := buildInstallerImage(ctx, t, c, "docker.io/nodeplug/e2e-versioned-installer:v1", "v1")
-	v2 := buildInstallerImage(ctx, t, c, "docker.io/nodeplug/e2e-versioned-installer:v2", "v2")
+	v1 := buildInstallerImage(ctx, t, c, framework.Image("e2e-versioned-installer:v1"), "v1")
+	v2 := buildInstallerImage(ctx, t, c, framework.Image("e2e-versioned-installer:v2"), "v2")
 	versioned := shipped.DeepCopy()
 	versioned.Name = "e2e-versioned-driver"
 	versioned.Spec.Selector.MatchLabels = map[string]string{"app": "e2e-versioned-driver"}
@@ -144,7 +144,7 @@ func loadDriverDaemonSet(t testing.TB, flexDir string) *appsv1.DaemonSet {
 		t.Fatal(err)
 	}
 	ds := &appsv1.DaemonSet{}
-	if err := yaml.UnmarshalStrict(raw, ds); err != nil {
+	if err := yaml.UnmarshalStrict(framework.ManifestImages(raw), ds); err != nil {
 		t.Fatalf("deploy/flexvolume/daemonset.yaml: %v", err)
 	}
 	ds.Spec.Template.Spec.Volumes[0].HostPath.Path = flexDir
@@ -167,7 +167,7 @@ func buildInstallerImage(ctx context.Context, t testing.TB, c *framework.Cluster
 		"-file", "/drivers/e2e-versioned="+driver+":0755",
 		"-dir", "/flexmnt", "-entrypoint", "/flexvolume-installer", "-env", "PATH=/")
 	for _, n := range c.Nodes {
-		framework.Run(ctx, t, "ctr", "--address", n.ContainerdSocket(), "-n", "k8s.io", "images", "import", tarball)
+		framework.Run(ctx, t, "ctr", "--address", n.ContainerdSocket(t), "-n", "k8s.io", "images", "import", tarball)
 	}
 	return ref
 }
@@ -177,7 +177,7 @@ func buildInstallerImage(ctx context.Context, t testing.TB, c *framework.Cluster
 func requireDriverOnEveryNode(t testing.TB, c *framework.Cluster, rel, contains string) {
 	t.Helper()
 	for _, n := range c.Nodes {
-		b, err := os.ReadFile(n.HostPath(filepath.Join(n.FlexDir(), rel)))
+		b, err := n.ReadFile(context.Background(), filepath.Join(n.FlexDir(), rel))
 		switch {
 		case err != nil:
 			t.Errorf("node %s: driver not installed when the rollout was done: %v", n.Name, err)
@@ -227,11 +227,11 @@ func TestFlexVolumeAttachable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		installDriverAt(t, filepath.Join(c.ControllerFlexDir(), "nodeplug.io~loop"), "loop", string(loop))
+		installDriverAt(t, filepath.Join(c.ControllerFlexDir(t), "nodeplug.io~loop"), "loop", string(loop))
 	}
 	waitForDriverLoaded(ctx, t, c, "nodeplug.io/loop", since)
 	// The driver runs on the node: its images go where both see them.
-	images := filepath.Join(c.Dir, "shared", "attachable-loop")
+	images := filepath.Join(c.Dir(t), "shared", "attachable-loop")
 	t.Cleanup(func() { _ = os.RemoveAll(images) })
 	pod := flexPod("e2e-loop", "nodeplug.io/loop", map[string]string{"size": "32M", "dir": images})
 	pod.Spec.Volumes[0].Name = "e2eloop"

@@ -52,7 +52,7 @@ func TestFlexVolumePod(t *testing.T) {
 // rename) into <flex dir>/<dir>, and removes that directory when t ends.
 func installDriver(t testing.TB, n *framework.Node, dir, name, script string) {
 	t.Helper()
-	installDriverAt(t, n.HostPath(filepath.Join(n.FlexDir(), dir)), name, script)
+	installDriverAt(t, n.HostPath(t, filepath.Join(n.FlexDir(), dir)), name, script)
 }
 
 // installAttachableDriver installs an attachable driver on the first node
@@ -63,7 +63,7 @@ func installAttachableDriver(t testing.TB, c *framework.Cluster, dir, name, scri
 	t.Helper()
 	installDriver(t, c.Node, dir, name, script)
 	if !c.Node.OnHost() {
-		installDriverAt(t, filepath.Join(c.ControllerFlexDir(), dir), name, script)
+		installDriverAt(t, filepath.Join(c.ControllerFlexDir(t), dir), name, script)
 	}
 }
 

@@ -45,7 +45,7 @@ func TestKubeletRestartKeepsPlugins(t *testing.T) {
 		t.Fatal(err)
 	}
 	installAttachableDriver(t, c, "e2e.restart~loop", "loop", string(loop))
-	imgDir := filepath.Join(c.Dir, "shared", "restart-loop")
+	imgDir := filepath.Join(c.Dir(t), "shared", "restart-loop")
 	pod := flexPod("e2e-restart-flex", "e2e.restart/loop", map[string]string{"size": "32M", "dir": imgDir})
 	pod.Spec.Containers[0].Command = []string{"sh", "-c", "echo before > /data/marker && sleep 3600"}
 	c.CreatePod(ctx, t, pod)

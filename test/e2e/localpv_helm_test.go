@@ -82,7 +82,7 @@ classes:
 		t.Fatal(err)
 	}
 	file := filepath.Join(dir, "chart.yaml")
-	if err := os.WriteFile(file, append(append(ns, '\n'), rendered...), 0o644); err != nil {
+	if err := os.WriteFile(file, framework.ManifestImages(append(append(ns, '\n'), rendered...)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	applyLPV(ctx, t, c, file)

@@ -116,13 +116,13 @@ func tenantPod(ctx context.Context, t *testing.T, c *framework.Cluster, tn *swap
 // restarts it without when the test ends.
 func kubeletWithEnv(ctx context.Context, t *testing.T, c *framework.Cluster, n *framework.Node, env []string) {
 	t.Helper()
-	if err := n.SetServiceEnvironment("kubelet", env); err != nil {
+	if err := n.SetServiceEnvironment(ctx, "kubelet", env); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		if err := n.SetServiceEnvironment("kubelet", nil); err != nil {
+		if err := n.SetServiceEnvironment(ctx, "kubelet", nil); err != nil {
 			t.Error(err)
 		}
 		serviceJob(ctx, t, c, n, "kubelet", "restart")

@@ -59,7 +59,7 @@ func newLPVDisksAt(t testing.TB, n *framework.Node, base, fast, block string) *l
 	t.Helper()
 	d := &lpvDisks{t: t, n: n, base: base, fast: fast, block: block}
 	for _, dir := range []string{d.fast, d.block, filepath.Join(base, "src"), filepath.Join(base, "img")} {
-		if err := os.MkdirAll(n.HostPath(dir), 0o755); err != nil {
+		if err := n.MkdirAll(context.Background(), dir); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -67,15 +67,16 @@ func newLPVDisksAt(t testing.TB, n *framework.Node, base, fast, block string) *l
 	return d
 }
 
-// host is where the host finds the node's path p.
-func (d *lpvDisks) host(p string) string { return d.n.HostPath(p) }
+// host is where the host finds the node's path p (a test that needs it
+// skips on an existing cluster).
+func (d *lpvDisks) host(p string) string { return d.n.HostPath(d.t, p) }
 
 // addDir bind-mounts a new directory at fast/<name> in the node.
 func (d *lpvDisks) addDir(name string) string {
 	d.t.Helper()
 	src, target := filepath.Join(d.base, "src", name), filepath.Join(d.fast, name)
 	for _, dir := range []string{src, target} {
-		if err := os.MkdirAll(d.host(dir), 0o755); err != nil {
+		if err := d.n.MkdirAll(context.Background(), dir); err != nil {
 			d.t.Fatal(err)
 		}
 	}
@@ -108,7 +109,7 @@ func (d *lpvDisks) teardown() {
 	for _, dev := range d.loops {
 		_ = exec.Command("losetup", "-d", dev).Run()
 	}
-	_ = os.RemoveAll(d.host(d.base))
+	_ = d.n.RemoveAll(context.Background(), d.base)
 }
 
 // unwipedMemoryManifest is the CRD of the memory of unwiped disks, which
@@ -140,7 +141,8 @@ func deployLPVWith(ctx context.Context, t testing.TB, c *framework.Cluster, d *l
 }
 
 // lpvManifestDocs returns the YAML documents of deploy/local-volume-provisioner,
-// unchanged, in the order they apply.
+// unchanged but for the images' registry (framework.ManifestImages), in the
+// order they apply.
 func lpvManifestDocs(t testing.TB) []string {
 	t.Helper()
 	var docs []string
@@ -149,7 +151,7 @@ func lpvManifestDocs(t testing.TB) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		docs = append(docs, strings.Split(string(raw), "\n---\n")...)
+		docs = append(docs, strings.Split(string(framework.ManifestImages(raw)), "\n---\n")...)
 	}
 	return docs
 }

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,7 +24,7 @@ func TestBidirectionalMountPropagation(t *testing.T) {
 	n := c.Node
 	shared := n.SharedDir()
 	target := filepath.Join(shared, "e2e-bidir")
-	if err := os.MkdirAll(n.HostPath(target), 0o755); err != nil {
+	if err := n.MkdirAll(ctx, target); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.UnmountAll(t, target) })

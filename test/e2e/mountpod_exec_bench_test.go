@@ -108,7 +108,7 @@ func BenchmarkMountPodExec(b *testing.B) {
 			return api.ExecInPod(ctx, target, argv, execPerCall)
 		}},
 	}
-	if root, err := runcRoot(c, target.ContainerID); err != nil {
+	if root, err := runcRoot(b, c, target.ContainerID); err != nil {
 		b.Logf("no runc floor: %v", err)
 	} else {
 		b.Logf("runc root %s", root)
@@ -182,9 +182,12 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // k8s.io/<id>/options.json) if it has one, else the shim's built-in
 // /run/containerd/runc, each followed by the namespace. containerd 1.6's
 // shim does not derive it from containerd's state dir.
-func runcRoot(c *framework.Cluster, id string) (string, error) {
+func runcRoot(b *testing.B, c *framework.Cluster, id string) (string, error) {
 	const ns = "k8s.io"
-	bundle := filepath.Join(c.Dir, "containerd", "state", "io.containerd.runtime.v2.task", ns, id)
+	if c.Mode == framework.ModeExisting {
+		return "", fmt.Errorf("the task bundle of %s is on the local cluster's host only", id)
+	}
+	bundle := filepath.Join(c.Dir(b), "containerd", "state", "io.containerd.runtime.v2.task", ns, id)
 	if _, err := os.Stat(bundle); err != nil {
 		return "", fmt.Errorf("task bundle of %s: %w", id, err)
 	}
@@ -298,7 +301,7 @@ func mustReadManifest(b *testing.B, file string, into any) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := yaml.UnmarshalStrict(raw, into); err != nil {
+	if err := yaml.UnmarshalStrict(framework.ManifestImages(raw), into); err != nil {
 		b.Fatalf("%s: %v", file, err)
 	}
 }
@@ -308,7 +311,7 @@ func mustReadManifest(b *testing.B, file string, into any) {
 // registry.
 func requireImage(ctx context.Context, b *testing.B, c *framework.Cluster, image string) {
 	b.Helper()
-	cmd := utilexec.New().CommandContext(ctx, "ctr", "--address", c.Node.ContainerdSocket(),
+	cmd := utilexec.New().CommandContext(ctx, "ctr", "--address", c.Node.ContainerdSocket(b),
 		"-n", "k8s.io", "images", "ls", "-q")
 	out, err := cmd.Output()
 	if err != nil {
@@ -387,7 +390,7 @@ func rotatePaths(b *testing.B, names []string, call func(j, i int)) map[string]f
 // CRI ExecSync on the local cluster's containerd, and the API's pods/exec.
 func benchExecutors(b *testing.B, c *framework.Cluster) (*podexec.CRIExecutor, *podexec.APIExecutor) {
 	b.Helper()
-	cri, err := podexec.NewCRIExecutor(c.Node.ContainerdSocket(), 0)
+	cri, err := podexec.NewCRIExecutor(c.Node.ContainerdSocket(b), 0)
 	if err != nil {
 		b.Fatal(err)
 	}

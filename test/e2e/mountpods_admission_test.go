@@ -103,7 +103,7 @@ func TestMountPodAdmission(t *testing.T) {
 		}
 		pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, corev1.EphemeralContainer{
 			EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debugger", Image: framework.BusyboxImage,
-				ImagePullPolicy: corev1.PullNever, Command: []string{"sleep", "60"}}})
+				ImagePullPolicy: framework.ImagePullPolicy(), Command: []string{"sleep", "60"}}})
 		_, err = user.CoreV1().Pods(muNamespace).UpdateEphemeralContainers(ctx, name, pod, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
 		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), muPolicy) {
 			t.Errorf("adding an ephemeral container to %s: got %v, want Forbidden by %s", name, err, muPolicy)

@@ -24,7 +24,7 @@ func TestMountPodAttach(t *testing.T) {
 	c.RequireFlag(t, "kube-controller-manager", "--experimental-mount-namespace=kube-mount")
 	c.RequireFlag(t, "kubelet", "--experimental-mount-namespace=kube-mount")
 	ctx := t.Context()
-	if _, err := os.Stat(c.Node.HostPath(filepath.Join(c.Node.FlexDir(), "nodeplug.io~attach"))); err == nil {
+	if _, err := os.Stat(c.Node.HostPath(t, filepath.Join(c.Node.FlexDir(), "nodeplug.io~attach"))); err == nil {
 		t.Fatal("nodeplug.io/attach is installed in the flex plugin dir; the test needs it only in the mount pod")
 	}
 	t.Cleanup(func() { muRemove(t, c) })
@@ -99,10 +99,10 @@ func TestMountPodExecRBAC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kcm := filepath.Join(c.Dir, "pki", "kube-controller-manager.kubeconfig")
+	kcm := filepath.Join(c.Dir(t), "pki", "kube-controller-manager.kubeconfig")
 	creds := map[string][]string{
 		"controller-manager user":     {"--kubeconfig", kcm},
-		"nodeplug-mount-pods account": {"--kubeconfig", os.DevNull, "--token", strings.TrimSpace(token), "--server", c.Config.Host, "--certificate-authority", filepath.Join(c.Dir, "pki", "ca.crt")},
+		"nodeplug-mount-pods account": {"--kubeconfig", os.DevNull, "--token", strings.TrimSpace(token), "--server", c.Config.Host, "--certificate-authority", c.CAFile(t)},
 	}
 	for name, args := range creds {
 		t.Run(name, func(t *testing.T) {

@@ -54,7 +54,7 @@ func muManifest(t testing.TB, file, root string, into any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := string(raw)
+	doc := string(framework.ManifestImages(raw))
 	if root != "" {
 		doc = strings.ReplaceAll(doc, "/var/lib/kubelet", root)
 	}
@@ -116,7 +116,7 @@ func muRemove(t testing.TB, c *framework.Cluster) {
 // muLoop returns a new blank 64 MiB loop device, detached when t ends.
 func muLoop(t testing.TB, c *framework.Cluster, name string) string {
 	t.Helper()
-	img := filepath.Join(c.Dir, "shared", "mu-"+name+".img")
+	img := filepath.Join(c.Dir(t), "shared", "mu-"+name+".img")
 	if err := os.WriteFile(img, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func muRestartKubelet(ctx context.Context, t testing.TB, c *framework.Cluster) {
 // muKubeletLogSinceRestart returns the kubelet log written by the newest
 // kubelet process (after the last start-up banner).
 func muKubeletLogSinceRestart(t testing.TB, c *framework.Cluster) string {
-	raw, err := os.ReadFile(c.Node.Log("kubelet"))
+	raw, err := os.ReadFile(c.Node.Log(t, "kubelet"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func TestMountUtilitiesInPods(t *testing.T) {
 	t.Cleanup(func() { muRemove(t, c) })
 
 	t.Run("the kubelet has no mkfs.ext4, fsck.ext4 or blkid", func(t *testing.T) {
-		pid, err := os.ReadFile(c.PIDFile("kubelet"))
+		pid, err := os.ReadFile(c.PIDFile(t, "kubelet"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +96,7 @@ func TestMountUtilitiesInPods(t *testing.T) {
 	})
 
 	t.Run("a FUSE flex driver that only the mount pod has serves a consumer, across a kubelet restart", func(t *testing.T) {
-		if _, err := os.Stat(c.Node.HostPath(filepath.Join(c.Node.FlexDir(), "nodeplug.io~fuse"))); err == nil {
+		if _, err := os.Stat(c.Node.HostPath(t, filepath.Join(c.Node.FlexDir(), "nodeplug.io~fuse"))); err == nil {
 			t.Fatal("nodeplug.io/fuse is installed on the host; the test needs it only in the mount pod")
 		}
 		mp := muDeploy(ctx, t, c)

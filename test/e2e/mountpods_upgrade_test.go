@@ -115,7 +115,7 @@ func muHostFuseMount(t testing.TB, c *framework.Cluster) string {
 	dir := filepath.Join(n.RootDir(), "plugins", "e2e-host-fuse")
 	src, mnt := filepath.Join(dir, "src"), filepath.Join(dir, "mnt")
 	for _, d := range []string{src, mnt} {
-		if err := os.MkdirAll(n.HostPath(d), 0o755); err != nil {
+		if err := os.MkdirAll(n.HostPath(t, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -123,7 +123,7 @@ func muHostFuseMount(t testing.TB, c *framework.Cluster) string {
 	t.Cleanup(func() {
 		stop()
 		n.UnmountAll(t, mnt)
-		_ = os.RemoveAll(n.HostPath(dir))
+		_ = os.RemoveAll(n.HostPath(t, dir))
 	})
 	err := framework.Poll(t.Context(), 10*time.Second, func(ctx context.Context) bool {
 		return strings.HasPrefix(n.MountType(ctx, mnt), "fuse")
@@ -135,7 +135,7 @@ func muHostFuseMount(t testing.TB, c *framework.Cluster) string {
 }
 
 func muImage(version int) string {
-	return fmt.Sprintf("docker.io/nodeplug/mount-utilities:%d", version)
+	return framework.Image(fmt.Sprintf("mount-utilities:%d", version))
 }
 
 // muNewVersion makes image version v of the mount utilities (a new tag of
@@ -146,7 +146,7 @@ func muImage(version int) string {
 func muNewVersion(ctx context.Context, t testing.TB, c *framework.Cluster, v int) {
 	t.Helper()
 	for _, n := range c.Nodes {
-		out, err := exec.CommandContext(ctx, "ctr", "--address", n.ContainerdSocket(), "-n", "k8s.io", "images", "tag", "--force", muImage(1), muImage(v)).CombinedOutput()
+		out, err := exec.CommandContext(ctx, "ctr", "--address", n.ContainerdSocket(t), "-n", "k8s.io", "images", "tag", "--force", muImage(1), muImage(v)).CombinedOutput()
 		if err != nil {
 			t.Fatalf("tag %s on node %s: %v: %s", muImage(v), n.Name, err, out)
 		}

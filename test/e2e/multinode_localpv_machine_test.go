@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -218,7 +217,7 @@ func expectRefused(ctx context.Context, t *testing.T, c *framework.Cluster, clai
 func replaceMachineID(ctx context.Context, t *testing.T, c *framework.Cluster, n *framework.Node, id string) func() {
 	t.Helper()
 	file := "/tmp/e2e-machine-id"
-	if err := os.WriteFile(n.HostPath(file), []byte(id+"\n"), 0o444); err != nil {
+	if err := n.WriteFile(ctx, file, []byte(id+"\n"), 0o444); err != nil {
 		t.Fatal(err)
 	}
 	n.Run(ctx, t, "mount", "--bind", file, "/etc/machine-id")

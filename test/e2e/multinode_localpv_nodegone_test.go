@@ -221,7 +221,7 @@ func deleteNode(ctx context.Context, t *testing.T, c *framework.Cluster, n *fram
 		}
 		return time.Now(), restart
 	}
-	pidFile := n.PIDFile("kubelet")
+	pidFile := n.PIDFile(t, "kubelet")
 	raw, err := os.ReadFile(pidFile)
 	if err != nil {
 		t.Fatal(err)

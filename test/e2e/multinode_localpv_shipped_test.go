@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,7 +31,7 @@ func TestLocalPVShippedManifestsOnNodes(t *testing.T) {
 	// below d's base.
 	t.Cleanup(func() {
 		n.UnmountAll(t, d.fast)
-		_ = os.RemoveAll(n.HostPath(filepath.Join(d.fast, "e2e-shipped")))
+		_ = n.RemoveAll(context.Background(), filepath.Join(d.fast, "e2e-shipped"))
 	})
 	vol := d.addDir("e2e-shipped")
 

@@ -249,7 +249,7 @@ func watcherToken(ctx context.Context, t testing.TB, c *framework.Cluster, n *fr
 func replaceNodeDiskState(ctx context.Context, t testing.TB, c *framework.Cluster, token, name string) (string, error) {
 	t.Helper()
 	as := []string{"--kubeconfig", os.DevNull, "--token", token, "--server", c.Config.Host,
-		"--certificate-authority", filepath.Join(c.Dir, "pki", "ca.crt")}
+		"--certificate-authority", c.CAFile(t)}
 	raw, err := c.Kubectl(ctx, append(as, "get", "nodediskstates.localpv.nodeplug.io", name, "-o", "json")...)
 	if err != nil {
 		return raw, err

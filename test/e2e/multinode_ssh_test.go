@@ -28,7 +28,7 @@ func TestNodesOverSSH(t *testing.T) {
 	c := framework.Connect(t)
 	c.RequireNodes(t, 2)
 	ctx := t.Context()
-	key := filepath.Join(c.Dir, "ssh", "id_ed25519")
+	key := filepath.Join(c.Dir(t), "ssh", "id_ed25519")
 	if _, err := os.Stat(key); err != nil {
 		t.Fatalf("no SSH key from local-up: %v", err)
 	}
@@ -58,10 +58,10 @@ func TestNodesOverSSH(t *testing.T) {
 		if out, rc := sshRun(ctx, t, c, key, "127.0.0.1", "sudo mkdir -p "+dir); rc != 0 {
 			t.Fatalf("mkdir over SSH: exit %d: %s", rc, out)
 		}
-		made := filepath.Join(c.ControllerFlexDir(), "e2e.ssh~probe")
+		made := filepath.Join(c.ControllerFlexDir(t), "e2e.ssh~probe")
 		t.Cleanup(func() { _ = os.RemoveAll(made) })
 		if _, err := os.Stat(made); err != nil {
-			t.Fatalf("a directory made over SSH in upstream's default flex dir is not in the controller-manager's %s: %v", c.ControllerFlexDir(), err)
+			t.Fatalf("a directory made over SSH in upstream's default flex dir is not in the controller-manager's %s: %v", c.ControllerFlexDir(t), err)
 		}
 	})
 }
@@ -114,7 +114,7 @@ func internalIP(ctx context.Context, t *testing.T, c *framework.Cluster, name st
 func sshRun(ctx context.Context, t *testing.T, c *framework.Cluster, key, addr, cmd string) (string, int) {
 	t.Helper()
 	out, err := exec.CommandContext(ctx, "ssh", "-i", key, "-o", "BatchMode=yes", "-o", "ConnectTimeout=5",
-		"-o", "UserKnownHostsFile="+filepath.Join(c.Dir, "ssh", "known_hosts"), "-o", "StrictHostKeyChecking=yes",
+		"-o", "UserKnownHostsFile="+filepath.Join(c.Dir(t), "ssh", "known_hosts"), "-o", "StrictHostKeyChecking=yes",
 		"root@"+addr, cmd).CombinedOutput()
 	var exit *exec.ExitError
 	switch {

@@ -120,7 +120,7 @@ func startSampleDevicePlugin(ctx context.Context, t *testing.T, c *framework.Clu
 		}
 	})
 	// The cluster dir, which every node sees.
-	dir := filepath.Join(c.Dir, "e2e-bin")
+	dir := filepath.Join(c.Dir(t), "e2e-bin")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,10 @@ func startSampleDevicePlugin(ctx context.Context, t *testing.T, c *framework.Clu
 		t.Fatal(err)
 	}
 	n.StartProcess(t, bin, nil, "PLUGIN_SOCK_DIR="+regDir, "REGISTER_CONTROL_FILE="+control)
-	t.Cleanup(func() { _ = os.Remove(n.HostPath("/tmp/Dev-1")); _ = os.Remove(n.HostPath("/tmp/Dev-2")) })
+	t.Cleanup(func() {
+		_ = n.RemoveAll(context.Background(), "/tmp/Dev-1")
+		_ = n.RemoveAll(context.Background(), "/tmp/Dev-2")
+	})
 }
 
 // waitAllocatable waits until the node offers at least n sample devices.

@@ -135,7 +135,7 @@ func (r *registrarRig) phase(b *testing.B, ph registrarPhase, round int) []regis
 	case phaseControl:
 		flood = startSocketFlood(b, b.TempDir())
 	case phaseFlood:
-		flood = startSocketFlood(b, r.node.HostPath(r.regDir))
+		flood = startSocketFlood(b, r.node.HostPath(b, r.regDir))
 	}
 	began := time.Now()
 	if flood != nil {

@@ -50,7 +50,7 @@ func (s registrarSample) stagesString() string {
 // registrar; it returns when the driver was listed in CSINode and, after
 // both were stopped, is gone from it again.
 func (r *registrarRig) sample(b *testing.B, driver string) registrarSample {
-	hostTmp, err := os.MkdirTemp(r.node.HostPath("/tmp"), "rf")
+	hostTmp, err := os.MkdirTemp(r.node.HostPath(b, "/tmp"), "rf")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -30,6 +30,7 @@ const localRegistry = "localhost:5000"
 // pushed fails the pod's pull with an Event that says so.
 func TestLocalRegistryUserImage(t *testing.T) {
 	c := framework.Connect(t)
+	c.Dir(t) // make local-load pushes into the local cluster's registry
 	ctx := t.Context()
 	dir := t.TempDir()
 	tag := rand.String(8)
@@ -117,7 +118,7 @@ classes:
 	})
 	out, err := h.Run(ctx, "install", "local-volume-provisioner",
 		"oci://"+localRegistry+"/nodeplug/charts/local-volume-provisioner", "--version", "0.0.0-dev",
-		"--ca-file", filepath.Join(c.Dir, "pki", "ca.crt"),
+		"--ca-file", filepath.Join(c.Dir(t), "pki", "ca.crt"),
 		"--namespace", lpvNamespace, "--create-namespace", "-f", values, "--wait", "--timeout", "3m")
 	if err != nil {
 		t.Fatalf("helm install oci://: %v\n%s", err, out)

@@ -54,9 +54,9 @@ func restartComponent(ctx context.Context, tb testing.TB, c *framework.Cluster, 
 func restartComponentOn(ctx context.Context, tb testing.TB, c *framework.Cluster, n *framework.Node, name string, edit func([]string) []string) func() {
 	tb.Helper()
 	onNode := name == "kubelet"
-	pidFile := c.PIDFile(name)
+	pidFile := c.PIDFile(tb, name)
 	if onNode {
-		pidFile = n.PIDFile(name)
+		pidFile = n.PIDFile(tb, name)
 	}
 	raw, err := os.ReadFile(pidFile)
 	if err != nil {
@@ -104,7 +104,7 @@ func restartAs(ctx context.Context, tb testing.TB, c *framework.Cluster, n *fram
 
 func setServiceCommand(tb testing.TB, n *framework.Node, unit string, argv []string) {
 	tb.Helper()
-	if err := n.SetServiceCommand(unit, argv); err != nil {
+	if err := n.SetServiceCommand(context.Background(), unit, argv); err != nil {
 		tb.Fatalf("override the command of %s on node %s: %v", unit, n.Name, err)
 	}
 }
@@ -142,9 +142,9 @@ func stopPID(ctx context.Context, tb testing.TB, name, pid string) {
 func startAs(ctx context.Context, tb testing.TB, c *framework.Cluster, n *framework.Node, name, pidFile string, argv, env []string) {
 	tb.Helper()
 	onNode := name == "kubelet"
-	logPath := filepath.Join(c.Dir, "logs", name+".log")
+	logPath := filepath.Join(c.Dir(tb), "logs", name+".log")
 	if onNode {
-		logPath = n.Log(name)
+		logPath = n.Log(tb, name)
 	}
 	logf, err := os.OpenFile(logPath, os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -153,7 +153,7 @@ func startAs(ctx context.Context, tb testing.TB, c *framework.Cluster, n *framew
 	defer logf.Close()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	if onNode {
-		cmd = n.DaemonCommand(argv[0], argv[1:]...)
+		cmd = n.DaemonCommand(tb, argv[0], argv[1:]...)
 	}
 	cmd.Env, cmd.Stdout, cmd.Stderr = env, logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

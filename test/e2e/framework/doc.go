@@ -9,8 +9,18 @@
 // reports (NodeReady, PodReady, NodeAttached, CSINodeHasDriver,
 // KubeletMetrics with MetricSum).
 //
+// With E2E_CLUSTER=existing (ClusterMode) the cluster is any cluster
+// KUBECONFIG names: its nodes are the API's that take pods, reached over
+// SSH at their InternalIP with KUBE_SSH_KEY_PATH as KUBE_SSH_USER
+// (SSHTarget); Node.Run, Node.Command, Node.Systemctl, the mount readers
+// and Node.ReadFile, WriteFile, MkdirAll and RemoveAll work there, and
+// what needs the local cluster's host skips the test with
+// LocalHostSkipPrefix (Cluster.RequireLocalHost). Image names come from
+// E2E_IMAGE_REPO (Image, ManifestImages).
+//
 // The files that reach a cluster build with the e2e tag only (hack/e2e.sh
-// sets it). Poll, the Event matcher, the conditions and the metrics
-// parser need no cluster: they build without the tag, and their unit
-// tests run with hack/test.sh.
+// sets it). Poll, the Event matcher, the conditions, the metrics parser,
+// the cluster mode, the SSH command line, the node list from Node objects
+// and the image names need no cluster: they build without the tag, and
+// their unit tests run with hack/test.sh.
 package framework

@@ -24,15 +24,17 @@ import (
 	"github.com/nodeplug/nodeplug/pkg/util/testutil"
 )
 
-// BusyboxImage is the test image local-up imports into containerd.
-const BusyboxImage = "docker.io/nodeplug/busybox:1"
-
-// Cluster describes the local cluster under test.
+// Cluster describes the cluster under test: the local cluster, or an
+// existing one (Mode).
 type Cluster struct {
 	Client kubernetes.Interface
 	Config *rest.Config
-	Dir    string // LOCAL_UP_DIR
+	Mode   ClusterMode
 	BinDir string // BIN_DIR
+	dir    string // LOCAL_UP_DIR; "" on an existing cluster
+	// ssh is how the nodes of an existing cluster are reached (all but
+	// its Host).
+	ssh SSHTarget
 	// Nodes are the cluster's nodes (one, the host, with NODES=1). Node is
 	// the first; a test that needs one node uses it, and NodeName is its
 	// name.
@@ -41,13 +43,29 @@ type Cluster struct {
 	NodeName string
 }
 
-// Connect returns the cluster named by the environment, or fails t.
+// Connect returns the cluster named by the environment, or fails t: the
+// local cluster (E2E_CLUSTER unset or local), or an existing one
+// (E2E_CLUSTER=existing), whose nodes are the API's and are reached over
+// SSH.
 func Connect(t testing.TB) *Cluster {
 	t.Helper()
-	c := &Cluster{Dir: os.Getenv("LOCAL_UP_DIR"), BinDir: os.Getenv("BIN_DIR"), NodeName: os.Getenv("NODE_NAME")}
+	mode, err := ParseClusterMode(os.Getenv(ClusterModeEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Cluster{Mode: mode, BinDir: os.Getenv("BIN_DIR")}
 	kubeconfig := os.Getenv("KUBECONFIG")
-	if c.Dir == "" || c.BinDir == "" || kubeconfig == "" || c.NodeName == "" {
-		t.Fatal("e2e tests need KUBECONFIG, LOCAL_UP_DIR, BIN_DIR and NODE_NAME; run them with hack/e2e.sh")
+	if mode == ModeExisting {
+		c.ssh = SSHTarget{User: os.Getenv("KUBE_SSH_USER"), KeyPath: os.Getenv("KUBE_SSH_KEY_PATH")}
+		if c.BinDir == "" || kubeconfig == "" || c.ssh.User == "" || c.ssh.KeyPath == "" {
+			t.Fatal("e2e tests on an existing cluster need KUBECONFIG, KUBE_SSH_KEY_PATH, KUBE_SSH_USER and BIN_DIR; run them with E2E_CLUSTER=existing hack/e2e.sh")
+		}
+		c.ssh.KnownHosts = filepath.Join(t.TempDir(), "known_hosts")
+	} else {
+		c.dir, c.NodeName = os.Getenv("LOCAL_UP_DIR"), os.Getenv("NODE_NAME")
+		if c.dir == "" || c.BinDir == "" || kubeconfig == "" || c.NodeName == "" {
+			t.Fatal("e2e tests need KUBECONFIG, LOCAL_UP_DIR, BIN_DIR and NODE_NAME; run them with hack/e2e.sh")
+		}
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -57,16 +75,43 @@ func Connect(t testing.TB) *Cluster {
 	if c.Client, err = kubernetes.NewForConfig(cfg); err != nil {
 		t.Fatalf("client: %v", err)
 	}
-	if c.Nodes, err = discoverNodes(c); err != nil {
+	if mode == ModeExisting {
+		c.Nodes, err = apiNodes(c)
+	} else {
+		c.Nodes, err = discoverNodes(c)
+	}
+	if err != nil {
 		t.Fatalf("nodes: %v", err)
 	}
 	c.Node, c.NodeName = c.Nodes[0], c.Nodes[0].Name
 	return c
 }
 
+// Dir is the local cluster's directory (LOCAL_UP_DIR); on an existing
+// cluster it skips t (RequireLocalHost).
+func (c *Cluster) Dir(t testing.TB) string {
+	t.Helper()
+	c.RequireLocalHost(t, "files in LOCAL_UP_DIR")
+	return c.dir
+}
+
+// RequireLocalHost skips t on an existing cluster, saying why with
+// LocalHostSkipPrefix: the test needs what only the local cluster's host
+// has (its directory, its processes, the nodes' namespaces). hack/e2e.sh
+// counts these skips; CI=true does not turn them into failures.
+func (c *Cluster) RequireLocalHost(t testing.TB, why string) {
+	t.Helper()
+	if c.Mode == ModeExisting {
+		t.Skip(LocalHostSkipPrefix + why)
+	}
+}
+
 // ControllerFlexDir is the kube-controller-manager's flex plugin dir on
 // the host, where it finds attachable drivers for attach and detach.
-func (c *Cluster) ControllerFlexDir() string { return filepath.Join(c.Dir, "flexvolume") }
+func (c *Cluster) ControllerFlexDir(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(c.Dir(t), "flexvolume")
+}
 
 // nodeComponents run on every node; their pid files and logs carry the
 // node's name when the node is not the host.
@@ -75,11 +120,12 @@ var nodeComponents = map[string]bool{"kubelet": true, "kube-proxy": true, "conta
 // PIDFile is the pid file of a component local-up started: a node
 // component (kubelet, kube-proxy, containerd) of the first node, or a
 // control plane one.
-func (c *Cluster) PIDFile(component string) string {
+func (c *Cluster) PIDFile(t testing.TB, component string) string {
+	t.Helper()
 	if nodeComponents[component] {
-		return c.Node.PIDFile(component)
+		return c.Node.PIDFile(t, component)
 	}
-	return filepath.Join(c.Dir, "pids", component)
+	return filepath.Join(c.Dir(t), "pids", component)
 }
 
 // Kubectl runs the cluster's kubectl and returns its standard output.
@@ -94,8 +140,9 @@ func (c *Cluster) Kubectl(ctx context.Context, args ...string) (string, error) {
 }
 
 // ComponentBinary returns the executable of a process local-up started.
-func (c *Cluster) ComponentBinary(name string) (string, error) {
-	pid, err := os.ReadFile(c.PIDFile(name))
+func (c *Cluster) ComponentBinary(t testing.TB, name string) (string, error) {
+	t.Helper()
+	pid, err := os.ReadFile(c.PIDFile(t, name))
 	if err != nil {
 		return "", err
 	}
@@ -105,20 +152,31 @@ func (c *Cluster) ComponentBinary(name string) (string, error) {
 // RequireFlag fails t unless the process local-up started as component
 // runs with flag (a prefix of one of its arguments, e.g.
 // "--experimental-flexvolume-discovery").
+//
+// On an existing cluster it reads the arguments over SSH (remoteArgs).
 func (c *Cluster) RequireFlag(t testing.TB, component, flag string) {
 	t.Helper()
-	pid, err := os.ReadFile(c.PIDFile(component))
-	if err != nil {
-		t.Fatalf("%s: %v", component, err)
+	var args []string
+	if c.Mode == ModeExisting {
+		args = c.remoteArgs(t, component)
+	} else {
+		pid, err := os.ReadFile(c.PIDFile(t, component))
+		if err != nil {
+			t.Fatalf("%s: %v", component, err)
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", strings.TrimSpace(string(pid)), "cmdline"))
+		if err != nil {
+			t.Fatalf("%s: %v", component, err)
+		}
+		args = strings.Split(string(raw), "\x00")
 	}
-	raw, err := os.ReadFile(filepath.Join("/proc", strings.TrimSpace(string(pid)), "cmdline"))
-	if err != nil {
-		t.Fatalf("%s: %v", component, err)
-	}
-	for _, arg := range strings.Split(string(raw), "\x00") {
+	for _, arg := range args {
 		if strings.HasPrefix(arg, flag) {
 			return
 		}
+	}
+	if c.Mode == ModeExisting {
+		t.Fatalf("the cluster's %s runs without %s; give it the flags docs/e2e.md lists", component, flag)
 	}
 	t.Fatalf("%s runs without %s; run the e2e suite with hack/e2e.sh, which sets it", component, flag)
 }
@@ -226,7 +284,7 @@ func BusyboxPod(name, script string) *corev1.Pod {
 		Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{
-				Name: "c", Image: BusyboxImage, ImagePullPolicy: corev1.PullNever,
+				Name: "c", Image: BusyboxImage, ImagePullPolicy: ImagePullPolicy(),
 				Command: []string{"/bin/sh", "-c", script},
 			}},
 		},

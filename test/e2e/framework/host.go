@@ -21,9 +21,13 @@ func Run(ctx context.Context, t testing.TB, name string, args ...string) string 
 }
 
 // AttachLoop attaches the image file img to a free loop device on the host
-// and returns the device; detaching it (losetup -d) is the caller's.
+// and returns the device; detaching it (losetup -d) is the caller's. On an
+// existing cluster it skips t: the nodes do not see the host's devices.
 func AttachLoop(t testing.TB, img string) string {
 	t.Helper()
+	if clusterModeFromEnv() == ModeExisting {
+		t.Skip(LocalHostSkipPrefix + "a loop device the nodes see")
+	}
 	out, err := exec.Command("losetup", "-f", "--show", img).CombinedOutput()
 	if err != nil {
 		t.Fatalf("losetup %s: %v: %s", img, err, out)

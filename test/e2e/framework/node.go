@@ -36,20 +36,23 @@ var nodeMounts = []struct{ inNode, sub string }{
 	{"/run", "run"},
 }
 
-// Node is one node of the local cluster, as a test on the host reaches it.
-// With one node (NODES=1) the node is the host itself; with more, each is
-// a set of Linux namespaces with its own init (docs/local-cluster.md).
+// Node is one node of the cluster, as a test on the host reaches it. On
+// the local cluster with one node (NODES=1) the node is the host itself;
+// with more, each is a set of Linux namespaces with its own init
+// (docs/local-cluster.md). On an existing cluster it is a machine reached
+// over SSH at its InternalIP (ssh).
 type Node struct {
 	Name  string
 	Index int    // 1..N for a namespaced node, 0 for the host
 	dir   string // LOCAL_UP_DIR/nodes/<name>; "" on the host
+	ssh   *SSHTarget
 	c     *Cluster
 }
 
 // discoverNodes returns the nodes local-up started: the namespaced ones in
 // index order, or the host.
 func discoverNodes(c *Cluster) ([]*Node, error) {
-	names, _ := filepath.Glob(filepath.Join(c.Dir, "nodes", "*", "name"))
+	names, _ := filepath.Glob(filepath.Join(c.dir, "nodes", "*", "name"))
 	var nodes []*Node
 	for _, f := range names {
 		dir := filepath.Dir(f)
@@ -75,7 +78,20 @@ func discoverNodes(c *Cluster) ([]*Node, error) {
 }
 
 // OnHost reports whether the node is the host itself (NODES=1).
-func (n *Node) OnHost() bool { return n.dir == "" }
+func (n *Node) OnHost() bool { return n.dir == "" && n.ssh == nil }
+
+// Remote reports whether the node is a machine of an existing cluster,
+// reached over SSH.
+func (n *Node) Remote() bool { return n.ssh != nil }
+
+// requireLocalHost skips t, as Cluster.RequireLocalHost does, on a node of
+// an existing cluster.
+func (n *Node) requireLocalHost(t testing.TB, why string) {
+	t.Helper()
+	if n.Remote() {
+		t.Skip(LocalHostSkipPrefix + why)
+	}
+}
 
 // Component is the name local-up gives the node's process (its pid file
 // and log): "kubelet" on the host, "kubelet-<node>" in a node.
@@ -87,14 +103,16 @@ func (n *Node) Component(name string) string {
 }
 
 // PIDFile is the pid file of the node's component (see Component).
-func (n *Node) PIDFile(component string) string {
-	return filepath.Join(n.c.Dir, "pids", n.Component(component))
+func (n *Node) PIDFile(t testing.TB, component string) string {
+	t.Helper()
+	n.requireLocalHost(t, "local-up's pid file of "+component)
+	return filepath.Join(n.c.dir, "pids", n.Component(component))
 }
 
 // RootDir is the kubelet's root dir as the kubelet sees it.
 func (n *Node) RootDir() string {
 	if n.OnHost() {
-		return filepath.Join(n.c.Dir, "kubelet")
+		return filepath.Join(n.c.dir, "kubelet")
 	}
 	return KubeletRootDir
 }
@@ -102,7 +120,7 @@ func (n *Node) RootDir() string {
 // FlexDir is the kubelet's flex plugin dir as the kubelet sees it.
 func (n *Node) FlexDir() string {
 	if n.OnHost() {
-		return filepath.Join(n.c.Dir, "flexvolume")
+		return filepath.Join(n.c.dir, "flexvolume")
 	}
 	return FlexDir
 }
@@ -112,31 +130,42 @@ func (n *Node) FlexDir() string {
 // sees it.
 func (n *Node) SharedDir() string {
 	if n.OnHost() {
-		return filepath.Join(n.c.Dir, "shared")
+		return filepath.Join(n.c.dir, "shared")
 	}
 	return filepath.Join(DisksDir, "e2e")
 }
 
 // ContainerdSocket is the node's containerd socket (a host path, which the
 // node sees at the same path).
-func (n *Node) ContainerdSocket() string {
+func (n *Node) ContainerdSocket(t testing.TB) string {
+	t.Helper()
+	n.requireLocalHost(t, "the node's containerd socket on the host")
 	if n.OnHost() {
-		return filepath.Join(n.c.Dir, "run", "containerd.sock")
+		return filepath.Join(n.c.dir, "run", "containerd.sock")
 	}
 	return filepath.Join(n.dir, "containerd.sock")
 }
 
 // Log is the path of the node's component log on the host.
-func (n *Node) Log(component string) string {
-	return filepath.Join(n.c.Dir, "logs", n.Component(component)+".log")
+func (n *Node) Log(t testing.TB, component string) string {
+	t.Helper()
+	n.requireLocalHost(t, "local-up's log of "+component)
+	return filepath.Join(n.c.dir, "logs", n.Component(component)+".log")
 }
 
 // HostPath returns where the host finds the file the node sees at path:
 // the node's own directory for a path below one of upstream's default
 // paths it mounts, else path itself (the node sees the host's tree). Files
 // written there appear in the node; mounts made in the node do not (use
-// MountType).
-func (n *Node) HostPath(path string) string {
+// MountType). On an existing cluster it skips t (ReadFile, WriteFile
+// and MkdirAll work there).
+func (n *Node) HostPath(t testing.TB, path string) string {
+	t.Helper()
+	n.requireLocalHost(t, "the node's files through the host ("+path+")")
+	return n.hostPath(path)
+}
+
+func (n *Node) hostPath(path string) string {
 	if n.OnHost() {
 		return path
 	}
@@ -153,7 +182,7 @@ func (n *Node) InitPID() (int, error) {
 	if n.OnHost() {
 		return 0, nil
 	}
-	raw, err := os.ReadFile(filepath.Join(n.c.Dir, "pids", "node-"+n.Name))
+	raw, err := os.ReadFile(filepath.Join(n.c.dir, "pids", "node-"+n.Name))
 	if err != nil {
 		return 0, fmt.Errorf("node %s: %w", n.Name, err)
 	}
@@ -168,7 +197,9 @@ func (n *Node) InitPID() (int, error) {
 // namespaces, as an operator's nsenter would (nsenter forks name as its
 // child in the node's PID namespace and exits with its status; DaemonPID
 // finds the child), or on the host for the host node. The executable must
-// be at a path the node sees.
+// be at a path the node sees. On an existing cluster it runs name over
+// SSH (as root, through sudo -n for another user), with the command's
+// standard streams and exit status.
 func (n *Node) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	argv := n.argv(name, args)
 	return exec.CommandContext(ctx, argv[0], argv[1:]...)
@@ -176,12 +207,17 @@ func (n *Node) Command(ctx context.Context, name string, args ...string) *exec.C
 
 // DaemonCommand is Command for a process that outlives the test's context
 // (a component restarted by the test).
-func (n *Node) DaemonCommand(name string, args ...string) *exec.Cmd {
+func (n *Node) DaemonCommand(t testing.TB, name string, args ...string) *exec.Cmd {
+	t.Helper()
+	n.requireLocalHost(t, "a daemon started in the node's namespaces")
 	argv := n.argv(name, args)
 	return exec.Command(argv[0], argv[1:]...)
 }
 
 func (n *Node) argv(name string, args []string) []string {
+	if n.Remote() {
+		return n.ssh.Argv(name, args...)
+	}
 	if n.OnHost() {
 		return append([]string{name}, args...)
 	}
@@ -210,7 +246,13 @@ func (n *Node) Run(ctx context.Context, t testing.TB, name string, args ...strin
 // sees them).
 func (n *Node) mountInfo() ([][2]string, error) {
 	file := "/proc/self/mountinfo"
-	if !n.OnHost() {
+	if n.Remote() {
+		var err error
+		if file, err = n.remoteMountInfo(); err != nil {
+			return nil, err
+		}
+		defer os.Remove(file)
+	} else if !n.OnHost() {
 		pid, err := n.InitPID()
 		if err != nil {
 			return nil, err

@@ -21,7 +21,8 @@ import (
 // (a binary built under /tmp is hidden in a node that mounts its own /tmp).
 func (c *Cluster) NodeVisible(t testing.TB, bin string) string {
 	t.Helper()
-	for _, dir := range []string{c.Dir, c.BinDir} {
+	c.RequireLocalHost(t, "a binary copied where the nodes see it")
+	for _, dir := range []string{c.dir, c.BinDir} {
 		if strings.HasPrefix(bin, dir+"/") {
 			return bin
 		}
@@ -31,7 +32,7 @@ func (c *Cluster) NodeVisible(t testing.TB, bin string) string {
 	if dst, ok := copies[bin]; ok {
 		return dst
 	}
-	dir := filepath.Join(c.Dir, "e2e-bin")
+	dir := filepath.Join(c.dir, "e2e-bin")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -84,8 +85,9 @@ func (n *Node) StartProcess(t testing.TB, bin string, args []string, env ...stri
 // (stdout and stderr), which the test may read while it runs.
 func (n *Node) StartLogged(t testing.TB, bin string, args []string, env ...string) (stop func(), out fmt.Stringer) {
 	t.Helper()
+	n.requireLocalHost(t, "a process started in the node's namespaces")
 	bin = n.c.NodeVisible(t, bin)
-	cmd := n.DaemonCommand(bin, args...)
+	cmd := n.DaemonCommand(t, bin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	buf := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = buf, buf
