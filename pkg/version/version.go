@@ -17,3 +17,15 @@ func Get() string { return gitVersion }
 func String() string {
 	return fmt.Sprintf("Kubernetes %s\nnodeplug %s", upstream.Get().GitVersion, gitVersion)
 }
+
+// Upstream is the line upstream's binaries print for --version
+// ("Kubernetes v1.37.2"), which kubeadm's preflight parses from the
+// kubelet's standard output and accepts only alone.
+func Upstream() string {
+	return "Kubernetes " + upstream.Get().GitVersion
+}
+
+// Nodeplug is nodeplug's own version line, "nodeplug v0.1.0-...".
+func Nodeplug() string {
+	return "nodeplug " + gitVersion
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/component-base/version"
 	upstream "k8s.io/kubernetes/cmd/kubelet/app"
 
 	"github.com/nodeplug/nodeplug/pkg/designs/designstest"
@@ -86,9 +87,10 @@ func TestDesignFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	designstest.CheckEachDesign(t, designFlags, c.nodeplug.Names(), func(f string) bool { return c.all.Lookup(f) != nil })
-	var out bytes.Buffer
+	var out, errOut bytes.Buffer
 	cmd := NewKubeletCommand(context.Background())
 	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
 	cmd.SetArgs([]string{"--version"})
 	// --version is upstream's global flag: set it back for later tests.
 	t.Cleanup(func() {
@@ -99,7 +101,13 @@ func TestDesignFlags(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	designstest.CheckVersion(t, out.String(), c.nodeplug.VersionLine())
+	designstest.CheckVersion(t, errOut.String(), c.nodeplug.VersionLine())
+	// kubeadm's preflight (KubeletVersion) reads `kubelet --version`'s
+	// standard output and accepts upstream's line alone: nodeplug's lines
+	// go to standard error (make kubeadm-up runs kubeadm's own check).
+	if want := "Kubernetes " + version.Get().GitVersion + "\n"; out.String() != want {
+		t.Errorf("--version printed %q on standard output; want upstream's line alone, %q", out.String(), want)
+	}
 }
 
 // helpFlagNames returns the long names of the flags in a FlagUsages text.

@@ -123,7 +123,10 @@ func (c *command) run(ctx context.Context, cmd *cobra.Command, args []string) er
 		return cmd.Help()
 	}
 	if v := c.all.Lookup("version"); v != nil && v.Value.String() != "false" {
-		fmt.Fprintf(cmd.OutOrStdout(), "%s\n%s\n", version.String(), c.nodeplug.VersionLine())
+		// Standard output holds upstream's line alone, as kubeadm's
+		// preflight parses it; nodeplug's lines go to standard error.
+		fmt.Fprintln(cmd.OutOrStdout(), version.Upstream())
+		fmt.Fprintf(cmd.ErrOrStderr(), "%s\n%s\n", version.Nodeplug(), c.nodeplug.VersionLine())
 		return nil
 	}
 	server, skipped, err := c.complete(ctx, args)
