@@ -13,7 +13,7 @@ import (
 func properties(m *manager, name string) map[string]string {
 	p := map[string]string{"Id": name, "Names": name, "LoadState": "not-found",
 		"ActiveState": "inactive", "SubState": "dead", "MainPID": "0", "ExecMainPID": "0"}
-	u, err := loadUnit(m.dir, name)
+	u, err := loadUnit(m.unitPath, name)
 	switch {
 	case errors.Is(err, errNotFound):
 		return p
@@ -24,7 +24,7 @@ func properties(m *manager, name string) map[string]string {
 	p["LoadState"], p["FragmentPath"], p["Description"] = "loaded", u.Path, u.Description
 	p["DropInPaths"] = strings.Join(u.DropIns, " ")
 	p["ExecStart"] = "{ path=" + u.ExecStart[0] + " ; argv[]=" + strings.Join(u.ExecStart, " ") + " }"
-	p["UnitFileState"] = "static"
+	p["UnitFileState"] = m.unitFileState(name)
 	if proc, ok := m.running(name); ok {
 		p["ActiveState"], p["SubState"] = "active", "running"
 		p["MainPID"], p["ExecMainPID"] = strconv.Itoa(proc.PID), strconv.Itoa(proc.PID)
@@ -91,7 +91,7 @@ func status(m *manager, a args) int {
 
 func catUnits(m *manager, a args) int {
 	for _, name := range a.units {
-		u, err := loadUnit(m.dir, name)
+		u, err := loadUnit(m.unitPath, name)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "No files found for %s.\n", name)
 			return exitFailure
