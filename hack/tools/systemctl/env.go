@@ -60,7 +60,7 @@ func readEnvFiles(f envFile) ([]string, error) {
 		}
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("EnvironmentFile=%s does not exist (write EnvironmentFile=-%s if it is optional): %w", p, p, fs.ErrNotExist)
+				return nil, fmt.Errorf("EnvironmentFile=%s does not exist (write EnvironmentFile=-%s if it is optional)", p, p)
 			}
 			return nil, fmt.Errorf("EnvironmentFile=%s: %w", p, err)
 		}

@@ -17,6 +17,9 @@ func properties(m *manager, name string) map[string]string {
 	switch {
 	case errors.Is(err, errNotFound):
 		return p
+	case errors.Is(err, errMasked):
+		p["LoadState"], p["UnitFileState"] = "masked", "masked"
+		return p
 	case err != nil:
 		p["LoadState"] = "bad-setting"
 		return p
@@ -32,6 +35,12 @@ func properties(m *manager, name string) map[string]string {
 		p["ActiveState"], p["SubState"] = "activating", "auto-restart"
 	}
 	p["Restart"] = u.Restart
+	p["Environment"] = strings.Join(u.Environment, " ")
+	files := make([]string, len(u.EnvFiles))
+	for i, f := range u.EnvFiles {
+		files[i] = fmt.Sprintf("%s (ignore_errors=%s)", f.path, map[bool]string{true: "yes", false: "no"}[f.optional])
+	}
+	p["EnvironmentFiles"] = strings.Join(files, " ")
 	return p
 }
 
@@ -77,7 +86,10 @@ func status(m *manager, a args) int {
 			continue
 		}
 		fmt.Printf("* %s - %s\n", name, p["Description"])
-		fmt.Printf("     Loaded: %s (%s)\n", p["LoadState"], p["FragmentPath"])
+		fmt.Printf("     Loaded: %s (%s; %s)\n", p["LoadState"], p["FragmentPath"], p["UnitFileState"])
+		if p["DropInPaths"] != "" {
+			fmt.Printf("    Drop-In: %s\n", p["DropInPaths"])
+		}
 		fmt.Printf("     Active: %s (%s)\n", p["ActiveState"], p["SubState"])
 		if p["ActiveState"] != "active" {
 			rc = max(rc, exitInactive)
