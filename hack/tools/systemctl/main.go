@@ -24,8 +24,9 @@
 // A unit with Restart=always or on-failure runs under a supervisor (this
 // binary, hidden verb __supervise) that starts it again RestartSec after
 // it ends.
-// NODEPLUG_SYSTEMD_DIR moves the node's own directory (tests), and
-// NODEPLUG_SYSTEMD_UNIT_PATH replaces the whole search path (dirs
+// The own directory's file unit-path, when it exists, replaces the whole
+// search path. NODEPLUG_SYSTEMD_DIR moves the node's own directory
+// (tests), and NODEPLUG_SYSTEMD_UNIT_PATH replaces the search path (dirs
 // separated by ':').
 package main
 

@@ -23,24 +23,34 @@ var systemdUnitPath = []string{
 }
 
 // unitPathEnv, when set, is the whole search path, directories separated
-// by ':' (tests; a node that must not read the host's directories).
-const unitPathEnv = "NODEPLUG_SYSTEMD_UNIT_PATH"
+// by ':' (tests). Otherwise the file unitPathFile of the node's own
+// directory, if it exists, is: one directory a line (or ':'-separated), so
+// that a node can keep the host's unit directories out of its path.
+const (
+	unitPathEnv  = "NODEPLUG_SYSTEMD_UNIT_PATH"
+	unitPathFile = "unit-path"
+)
 
 // unitPath is the search path of a node whose own unit directory is own:
-// own first, so that the units local-up writes there win over the host's
-// units of the same name (a node sees the host's /etc and /usr, where
-// Debian's openssh-server installs its own ssh.service), then systemd's.
+// env's, or own's unit-path file's, or own first, so that the units
+// local-up writes there win over the host's units of the same name (a
+// node sees the host's /etc and /usr, where Debian's openssh-server
+// installs its own ssh.service), then systemd's directories.
 func unitPath(own, env string) []string {
-	if env != "" {
-		var dirs []string
-		for _, d := range strings.Split(env, ":") {
-			if d != "" {
-				dirs = append(dirs, d)
-			}
-		}
-		return dirs
+	if env == "" {
+		raw, _ := os.ReadFile(filepath.Join(own, unitPathFile))
+		env = strings.NewReplacer("\n", ":", "\r", ":").Replace(string(raw))
 	}
-	return append([]string{own}, systemdUnitPath...)
+	var dirs []string
+	for _, d := range strings.Split(env, ":") {
+		if d = strings.TrimSpace(d); d != "" && !strings.HasPrefix(d, "#") {
+			dirs = append(dirs, d)
+		}
+	}
+	if len(dirs) == 0 {
+		return append([]string{own}, systemdUnitPath...)
+	}
+	return dirs
 }
 
 var errMasked = errors.New("masked")

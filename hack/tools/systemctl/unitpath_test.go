@@ -134,20 +134,30 @@ func TestUnitSearchPath(t *testing.T) {
 }
 
 // TestUnitPathFromEnvironment: the node's own directory leads systemd's
-// directories, and NODEPLUG_SYSTEMD_UNIT_PATH replaces the whole path.
+// directories; NODEPLUG_SYSTEMD_UNIT_PATH, or else the own directory's
+// unit-path file, replaces the whole path.
 func TestUnitPathFromEnvironment(t *testing.T) {
 	cases := []struct {
-		name, env string
-		want      []string
+		name, env, file string
+		want            []string
 	}{
-		{name: "default", want: append([]string{"/run/nodeplug/systemd"}, systemdUnitPath...)},
-		{name: "replaced", env: "/a::/b", want: []string{"/a", "/b"}},
+		{name: "default", want: append([]string{"OWN"}, systemdUnitPath...)},
+		{name: "environment", env: "/a::/b", want: []string{"/a", "/b"}},
+		{name: "file, a directory a line", file: "# the node's own only\nOWN\n\n/x/y\n", want: []string{"OWN", "/x/y"}},
+		{name: "environment before file", env: "/a", file: "/b\n", want: []string{"/a"}},
+		{name: "empty file is the default", file: "\n", want: append([]string{"OWN"}, systemdUnitPath...)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			m := newManager(func(k string) string { return map[string]string{unitPathEnv: tc.env}[k] })
-			if strings.Join(m.unitPath, ":") != strings.Join(tc.want, ":") {
-				t.Errorf("unit path %q, want %q", m.unitPath, tc.want)
+			own := t.TempDir()
+			if tc.file != "" {
+				write(t, filepath.Join(own, unitPathFile), strings.ReplaceAll(tc.file, "OWN", own))
+			}
+			env := map[string]string{unitPathEnv: tc.env, "NODEPLUG_SYSTEMD_DIR": own}
+			m := newManager(func(k string) string { return env[k] })
+			want := strings.ReplaceAll(strings.Join(tc.want, ":"), "OWN", own)
+			if strings.Join(m.unitPath, ":") != want {
+				t.Errorf("unit path %q, want %s", m.unitPath, want)
 			}
 		})
 	}
