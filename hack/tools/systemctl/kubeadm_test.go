@@ -239,3 +239,50 @@ func TestEnableIsEnabled(t *testing.T) {
 		}
 	}
 }
+
+// TestKubeadmUnitLoads: every key of the kubelet packages' unit and
+// kubeadm's drop-in loads; those not acted on are read and ignored.
+func TestKubeadmUnitLoads(t *testing.T) {
+	cases := []struct {
+		name         string
+		dropIn       string
+		wantArgv     string
+		wantEnvFiles string
+	}{
+		{name: "unit alone", wantArgv: "/usr/bin/kubelet"},
+		{name: "unit and kubeadm's drop-in", dropIn: kubeadmDropIn, wantArgv: kubeadmExecStart,
+			wantEnvFiles: "/var/lib/kubelet/kubeadm-flags.env?true /etc/default/kubelet?true"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, filepath.Join(dir, "kubelet.service"), kubeletUnit)
+			if tc.dropIn != "" {
+				real := strings.NewReplacer("KUBELET_DIR", "/var/lib/kubelet", "DEFAULT_DIR", "/etc/default").Replace(tc.dropIn)
+				write(t, filepath.Join(dir, "kubelet.service.d", "10-kubeadm.conf"), real)
+			}
+			u, err := loadUnit([]string{dir}, "kubelet.service")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(u.ExecStart, " "); got != tc.wantArgv {
+				t.Errorf("ExecStart %q, want %q", got, tc.wantArgv)
+			}
+			var files []string
+			for _, f := range u.EnvFiles {
+				files = append(files, f.path+"?"+strconv.FormatBool(f.optional))
+			}
+			if got := strings.Join(files, " "); got != tc.wantEnvFiles {
+				t.Errorf("EnvironmentFile %q, want %q", got, tc.wantEnvFiles)
+			}
+			if u.Restart != "always" || u.RestartSec != 10*time.Second || strings.Join(u.Install, " ") != "multi-user.target.wants" {
+				t.Errorf("Restart=%s RestartSec=%s install %q, want always, 10s, multi-user.target.wants", u.Restart, u.RestartSec, u.Install)
+			}
+			for _, k := range []string{"[Unit]Documentation", "[Unit]Wants", "[Unit]After", "[Service]StartLimitInterval"} {
+				if _, ok := u.Ignored[k]; !ok {
+					t.Errorf("%s was not read (ignored %v)", k, u.Ignored)
+				}
+			}
+		})
+	}
+}
