@@ -50,7 +50,9 @@ func isEnabled(m *manager, a args) int {
 	rc := exitFailure
 	for _, name := range a.units {
 		s := m.unitFileState(name)
-		fmt.Println(s)
+		if !a.quiet {
+			fmt.Println(s)
+		}
 		if s == "enabled" || s == "static" {
 			rc = 0
 		}

@@ -214,6 +214,7 @@ func TestEnableIsEnabled(t *testing.T) {
 		{"enable", []string{"enable", "kubelet.service"}, 0, "kubelet", "enabled", false},
 		{"enable again", []string{"enable", "kubelet"}, 0, "kubelet", "enabled", false},
 		{"is-enabled", []string{"is-enabled", "kubelet"}, 0, "kubelet", "enabled", false},
+		{"is-enabled --quiet", []string{"is-enabled", "--quiet", "kubelet"}, 0, "kubelet", "enabled", false},
 		{"enable a static unit does nothing", []string{"enable", "static"}, 0, "static", "static", false},
 		{"enable a masked unit fails", []string{"enable", "masked"}, exitFailure, "masked", "masked", false},
 		{"enable a missing unit fails", []string{"enable", "nothere"}, exitFailure, "nothere", "not-found", false},

@@ -77,6 +77,7 @@ type args struct {
 	props []string
 	value bool
 	now   bool // enable --now starts, disable --now stops
+	quiet bool // is-active and is-enabled print nothing
 }
 
 func parseArgs(argv []string) (args, error) {
@@ -96,7 +97,9 @@ func parseArgs(argv []string) (args, error) {
 			a.props = append(a.props, strings.Split(s[2:], ",")...)
 		case s == "--value":
 			a.value = true
-		case s == "--no-pager", s == "-q", s == "--quiet", s == "--no-block", s == "--system",
+		case s == "-q", s == "--quiet":
+			a.quiet = true
+		case s == "--no-pager", s == "--no-block", s == "--system",
 			s == "--full", s == "-l", s == "--no-legend":
 		case s == "--now":
 			a.now = true
@@ -200,7 +203,9 @@ func isActive(m *manager, a args) int {
 	rc := 0
 	for _, name := range a.units {
 		s := activeState(m, name)
-		fmt.Println(s)
+		if !a.quiet {
+			fmt.Println(s)
+		}
 		if s != "active" {
 			rc = exitInactive
 		}
