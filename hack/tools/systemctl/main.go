@@ -2,15 +2,21 @@
 // local cluster (hack/lib/nodes.sh): the subset of systemd's systemctl
 // that upstream's e2e specs and an operator use on a kubeadm node, with
 // systemctl's exit codes. Each node has it at /usr/local/sbin/systemctl;
-// its units (containerd, kubelet, kube-proxy, ssh) are files in systemd's
-// syntax in /run/nodeplug/systemd (the node's own /run), with drop-ins in
-// <unit>.d/*.conf. docs/local-cluster.md states the contract.
+// its units are files in systemd's syntax, looked for in the node's own
+// /run/nodeplug/systemd (where local-up writes containerd, kubelet,
+// kube-proxy and ssh) and then in systemd's directories (/etc/systemd/system,
+// /run/systemd/system, /usr/local/lib/systemd/system, /usr/lib/systemd/system,
+// /lib/systemd/system), with drop-ins <unit>.d/*.conf from all of them, so
+// that a kubelet unit and kubeadm's drop-in installed as on any kubeadm
+// node work. docs/local-cluster.md states the contract.
 //
 //	systemctl start|stop|restart|try-restart UNIT...
-//	systemctl is-active UNIT...          prints active|inactive; 0 or 3
+//	systemctl is-active UNIT...          prints active|activating|inactive; 0 or 3
 //	systemctl show UNIT [-p PROP[,PROP]] [--value]
 //	systemctl status UNIT...             0 active, 3 inactive, 4 no such unit
-//	systemctl cat UNIT | daemon-reload | enable | disable
+//	systemctl enable|disable [--now] UNIT...
+//	systemctl is-enabled UNIT...         prints enabled|disabled|static|masked|not-found; 0 or 1
+//	systemctl cat UNIT | daemon-reload (a no-op: units are read afresh)
 //
 // A started service runs in a session of its own; the node's init
 // (hack/tools/nodeinit) adopts and reaps it. Its PID and start time are
@@ -18,7 +24,10 @@
 // A unit with Restart=always or on-failure runs under a supervisor (this
 // binary, hidden verb __supervise) that starts it again RestartSec after
 // it ends.
-// NODEPLUG_SYSTEMD_DIR moves the unit directory (tests).
+// The own directory's file unit-path, when it exists, replaces the whole
+// search path. NODEPLUG_SYSTEMD_DIR moves the node's own directory
+// (tests), and NODEPLUG_SYSTEMD_UNIT_PATH replaces the search path (dirs
+// separated by ':').
 package main
 
 import (
@@ -39,15 +48,21 @@ const (
 )
 
 func main() {
-	dir := os.Getenv("NODEPLUG_SYSTEMD_DIR")
+	os.Exit(run(newManager(os.Getenv), os.Args[1:]))
+}
+
+// newManager is the manager the environment names (NODEPLUG_SYSTEMD_DIR,
+// NODEPLUG_SYSTEMD_UNIT_PATH).
+func newManager(getenv func(string) string) *manager {
+	dir := getenv("NODEPLUG_SYSTEMD_DIR")
 	if dir == "" {
 		dir = "/run/nodeplug/systemd"
 	}
-	m := &manager{dir: dir, stateDir: filepath.Join(dir, "state"), proc: "/proc"}
+	m := &manager{dir: dir, unitPath: unitPath(dir, getenv(unitPathEnv)), stateDir: filepath.Join(dir, "state"), proc: "/proc"}
 	if hp := filepath.Join(dir, "hostproc"); isProcMount(hp) {
 		m.hostProc = hp
 	}
-	os.Exit(run(m, os.Args[1:]))
+	return m
 }
 
 func isProcMount(p string) bool {
@@ -61,6 +76,8 @@ type args struct {
 	units []string
 	props []string
 	value bool
+	now   bool // enable --now starts, disable --now stops
+	quiet bool // is-active and is-enabled print nothing
 }
 
 func parseArgs(argv []string) (args, error) {
@@ -80,8 +97,12 @@ func parseArgs(argv []string) (args, error) {
 			a.props = append(a.props, strings.Split(s[2:], ",")...)
 		case s == "--value":
 			a.value = true
-		case s == "--no-pager", s == "-q", s == "--quiet", s == "--no-block", s == "--system",
-			s == "--full", s == "-l", s == "--no-legend", s == "--now":
+		case s == "-q", s == "--quiet":
+			a.quiet = true
+		case s == "--no-pager", s == "--no-block", s == "--system",
+			s == "--full", s == "-l", s == "--no-legend":
+		case s == "--now":
+			a.now = true
 		case strings.HasPrefix(s, "-"):
 			return a, fmt.Errorf("unknown option %s", s)
 		case a.verb == "":
@@ -108,8 +129,12 @@ func run(m *manager, argv []string) int {
 			return exitFailure
 		}
 		return supervise(m, a.units[0])
-	case "daemon-reload", "enable", "disable", "reset-failed":
+	case "daemon-reload", "reset-failed":
 		return 0 // units are read afresh by every command
+	case "enable", "disable":
+		return enableUnits(m, a)
+	case "is-enabled":
+		return isEnabled(m, a)
 	case "start", "stop", "restart", "try-restart":
 		return jobs(m, a)
 	case "is-active":
@@ -131,12 +156,16 @@ func jobs(m *manager, a args) int {
 		return exitFailure
 	}
 	for _, name := range a.units {
-		u, err := loadUnit(m.dir, name)
+		u, err := loadUnit(m.unitPath, name)
 		if err != nil {
 			verb := strings.ToUpper(a.verb[:1]) + a.verb[1:]
 			if errors.Is(err, errNotFound) {
 				fmt.Fprintf(os.Stderr, "Failed to %s %s: Unit %s not found.\n", a.verb, name, name)
 				return exitNotLoaded
+			}
+			if errors.Is(err, errMasked) {
+				fmt.Fprintf(os.Stderr, "Failed to %s %s: Unit %s is masked.\n", a.verb, name, name)
+				return exitFailure
 			}
 			fmt.Fprintf(os.Stderr, "%s of %s failed: %v\n", verb, name, err)
 			return exitFailure
@@ -174,7 +203,9 @@ func isActive(m *manager, a args) int {
 	rc := 0
 	for _, name := range a.units {
 		s := activeState(m, name)
-		fmt.Println(s)
+		if !a.quiet {
+			fmt.Println(s)
+		}
 		if s != "active" {
 			rc = exitInactive
 		}

@@ -15,10 +15,11 @@ import (
 // manager starts and stops the units of dir, keeping each running
 // service's PID and start time in stateDir.
 type manager struct {
-	dir      string // unit files
-	stateDir string // <unit>.pid: "PID STARTTIME"
-	proc     string // this PID namespace's /proc
-	hostProc string // the host's /proc, mounted in the node ("" if none)
+	dir      string   // the node's own unit directory, first in unitPath
+	unitPath []string // where units and drop-ins are looked for, first first
+	stateDir string   // <unit>.pid: "PID STARTTIME"
+	proc     string   // this PID namespace's /proc
+	hostProc string   // the host's /proc, mounted in the node ("" if none)
 }
 
 // mainProcess is a process of a unit, known by its PID and start time.
@@ -94,10 +95,14 @@ func (m *manager) start(u *unit) error {
 	if _, ok := m.supervising(u.Name); ok {
 		return nil // between two runs of a restarting service
 	}
+	argv, env, err := m.execArgs(u)
+	if err != nil {
+		return err
+	}
 	if u.Restart != "no" {
 		return m.startSupervisor(u)
 	}
-	cmd, err := m.command(u, u.ExecStart, &syscall.SysProcAttr{Setsid: true})
+	cmd, err := m.command(u, argv, env, &syscall.SysProcAttr{Setsid: true})
 	if err != nil {
 		return err
 	}
@@ -110,8 +115,17 @@ func (m *manager) start(u *unit) error {
 	return m.record(u, cmd.Process.Pid, mainProcess{})
 }
 
-// command is argv with the unit's environment, directory and output.
-func (m *manager) command(u *unit, argv []string, attr *syscall.SysProcAttr) (*exec.Cmd, error) {
+// execArgs is the service's command line and environment as of now:
+// its EnvironmentFile= files read, its variables expanded in ExecStart.
+func (m *manager) execArgs(u *unit) (argv, env []string, err error) {
+	if env, err = m.environment(u); err != nil {
+		return nil, nil, err
+	}
+	return expandArgv(u.ExecStart, env), env, nil
+}
+
+// command is argv with env, in /, its output the unit's.
+func (m *manager) command(u *unit, argv, env []string, attr *syscall.SysProcAttr) (*exec.Cmd, error) {
 	out, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if u.Output != "" {
 		out, err = os.OpenFile(u.Output, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
@@ -120,8 +134,7 @@ func (m *manager) command(u *unit, argv []string, attr *syscall.SysProcAttr) (*e
 		return nil, fmt.Errorf("open the output of %s: %w", u.Name, err)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"NODEPLUG_SYSTEMD_DIR=" + m.dir}, u.Environment...)
+	cmd.Env = env
 	cmd.Dir, cmd.Stdout, cmd.Stderr, cmd.SysProcAttr = "/", out, out, attr
 	return cmd, nil
 }

@@ -13,9 +13,12 @@ import (
 func properties(m *manager, name string) map[string]string {
 	p := map[string]string{"Id": name, "Names": name, "LoadState": "not-found",
 		"ActiveState": "inactive", "SubState": "dead", "MainPID": "0", "ExecMainPID": "0"}
-	u, err := loadUnit(m.dir, name)
+	u, err := loadUnit(m.unitPath, name)
 	switch {
 	case errors.Is(err, errNotFound):
+		return p
+	case errors.Is(err, errMasked):
+		p["LoadState"], p["UnitFileState"] = "masked", "masked"
 		return p
 	case err != nil:
 		p["LoadState"] = "bad-setting"
@@ -24,7 +27,7 @@ func properties(m *manager, name string) map[string]string {
 	p["LoadState"], p["FragmentPath"], p["Description"] = "loaded", u.Path, u.Description
 	p["DropInPaths"] = strings.Join(u.DropIns, " ")
 	p["ExecStart"] = "{ path=" + u.ExecStart[0] + " ; argv[]=" + strings.Join(u.ExecStart, " ") + " }"
-	p["UnitFileState"] = "static"
+	p["UnitFileState"] = m.unitFileState(name)
 	if proc, ok := m.running(name); ok {
 		p["ActiveState"], p["SubState"] = "active", "running"
 		p["MainPID"], p["ExecMainPID"] = strconv.Itoa(proc.PID), strconv.Itoa(proc.PID)
@@ -32,6 +35,12 @@ func properties(m *manager, name string) map[string]string {
 		p["ActiveState"], p["SubState"] = "activating", "auto-restart"
 	}
 	p["Restart"] = u.Restart
+	p["Environment"] = strings.Join(u.Environment, " ")
+	files := make([]string, len(u.EnvFiles))
+	for i, f := range u.EnvFiles {
+		files[i] = fmt.Sprintf("%s (ignore_errors=%s)", f.path, map[bool]string{true: "yes", false: "no"}[f.optional])
+	}
+	p["EnvironmentFiles"] = strings.Join(files, " ")
 	return p
 }
 
@@ -77,7 +86,10 @@ func status(m *manager, a args) int {
 			continue
 		}
 		fmt.Printf("* %s - %s\n", name, p["Description"])
-		fmt.Printf("     Loaded: %s (%s)\n", p["LoadState"], p["FragmentPath"])
+		fmt.Printf("     Loaded: %s (%s; %s)\n", p["LoadState"], p["FragmentPath"], p["UnitFileState"])
+		if p["DropInPaths"] != "" {
+			fmt.Printf("    Drop-In: %s\n", p["DropInPaths"])
+		}
 		fmt.Printf("     Active: %s (%s)\n", p["ActiveState"], p["SubState"])
 		if p["ActiveState"] != "active" {
 			rc = max(rc, exitInactive)
@@ -91,7 +103,7 @@ func status(m *manager, a args) int {
 
 func catUnits(m *manager, a args) int {
 	for _, name := range a.units {
-		u, err := loadUnit(m.dir, name)
+		u, err := loadUnit(m.unitPath, name)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "No files found for %s.\n", name)
 			return exitFailure

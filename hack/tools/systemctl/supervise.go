@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -20,7 +21,8 @@ func (m *manager) startSupervisor(u *unit) error {
 	if err != nil {
 		return err
 	}
-	cmd, err := m.command(u, []string{self, superviseVerb, u.Name}, &syscall.SysProcAttr{Setsid: true})
+	env := append(m.baseEnvironment(), unitPathEnv+"="+strings.Join(m.unitPath, ":"))
+	cmd, err := m.command(u, []string{self, superviseVerb, u.Name}, env, &syscall.SysProcAttr{Setsid: true})
 	if err != nil {
 		return err
 	}
@@ -32,8 +34,11 @@ func (m *manager) startSupervisor(u *unit) error {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	// Started once is started, as for systemd's Type=simple: a service
+	// that exits at once (a kubelet before kubeadm wrote its
+	// configuration) is the supervisor's to start again.
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-		if _, ok := m.running(u.Name); ok {
+		if _, super := m.state(u.Name); super.PID == cmd.Process.Pid {
 			_ = cmd.Process.Release()
 			return nil
 		}
@@ -48,9 +53,11 @@ func (m *manager) startSupervisor(u *unit) error {
 
 // supervise runs the unit, starting it again RestartSec after it ends
 // (Restart=always) or fails (Restart=on-failure), until SIGTERM: then it
-// stops the service as stop does and exits.
+// stops the service as stop does and exits. Each run reads the unit and
+// its environment files afresh. A first run that cannot start fails the
+// supervisor (and so the start); a later one is tried again.
 func supervise(m *manager, name string) int {
-	u, err := loadUnit(m.dir, name)
+	u, err := loadUnit(m.unitPath, name)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "supervise %s: %v\n", name, err)
 		return exitFailure
@@ -62,31 +69,27 @@ func supervise(m *manager, name string) int {
 		fmt.Fprintf(os.Stderr, "supervise %s: %v\n", name, err)
 		return exitFailure
 	}
-	for {
-		cmd, err := m.command(u, u.ExecStart, &syscall.SysProcAttr{Setpgid: true})
-		if err == nil {
-			err = cmd.Start()
-		}
-		if err != nil {
+	for first := true; ; first = false {
+		pid, exited, err := m.runOnce(u, self)
+		switch {
+		case err != nil && first:
 			fmt.Fprintf(os.Stderr, "supervise %s: %v\n", name, err)
 			return exitFailure
-		}
-		if err := m.record(u, cmd.Process.Pid, self); err != nil {
-			fmt.Fprintf(os.Stderr, "supervise %s: %v\n", name, err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		select {
-		case <-stopping:
-			stopChild(u, cmd.Process.Pid, exited)
-			m.forget(u)
-			return 0
-		case err := <-exited:
-			if u.Restart == "on-failure" && err == nil {
+		case err != nil:
+			fmt.Fprintf(os.Stderr, "%s: %v; trying again in %s\n", name, err, u.RestartSec)
+		default:
+			select {
+			case <-stopping:
+				stopChild(u, pid, exited)
 				m.forget(u)
 				return 0
+			case err := <-exited:
+				if u.Restart == "on-failure" && err == nil {
+					m.forget(u)
+					return 0
+				}
+				fmt.Fprintf(os.Stderr, "%s: exited (%v); restarting in %s\n", name, err, u.RestartSec)
 			}
-			fmt.Fprintf(os.Stderr, "%s: exited (%v); restarting in %s\n", name, err, u.RestartSec)
 		}
 		select {
 		case <-stopping:
@@ -94,7 +97,44 @@ func supervise(m *manager, name string) int {
 			return 0
 		case <-time.After(u.RestartSec):
 		}
+		if u = m.reload(u); u.Restart == "no" {
+			m.forget(u)
+			return 0
+		}
 	}
+}
+
+// runOnce starts the unit's command, its environment files read now, and
+// records it; the channel tells when it ends.
+func (m *manager) runOnce(u *unit, self mainProcess) (int, <-chan error, error) {
+	argv, env, err := m.execArgs(u)
+	if err != nil {
+		return 0, nil, err
+	}
+	cmd, err := m.command(u, argv, env, &syscall.SysProcAttr{Setpgid: true})
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return 0, nil, err
+	}
+	if err := m.record(u, cmd.Process.Pid, self); err != nil {
+		fmt.Fprintf(os.Stderr, "supervise %s: %v\n", u.Name, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	return cmd.Process.Pid, exited, nil
+}
+
+// reload reads the unit again for its next run, as systemd would after a
+// daemon-reload; a unit that no longer loads keeps its last settings.
+func (m *manager) reload(u *unit) *unit {
+	next, err := loadUnit(m.unitPath, u.Name)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v; running it as it was\n", u.Name, err)
+		return u
+	}
+	return next
 }
 
 // stopChild signals the service's process group, and kills it after

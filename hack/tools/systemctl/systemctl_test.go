@@ -15,8 +15,7 @@ import (
 // unit with Restart= (it runs os.Executable()).
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == superviseVerb {
-		dir := os.Getenv("NODEPLUG_SYSTEMD_DIR")
-		os.Exit(run(&manager{dir: dir, stateDir: filepath.Join(dir, "state"), proc: "/proc"}, os.Args[1:]))
+		os.Exit(run(newManager(os.Getenv), os.Args[1:]))
 	}
 	os.Exit(m.Run())
 }
@@ -53,7 +52,7 @@ func TestLoadUnit(t *testing.T) {
 			for f, c := range tc.dropIns {
 				write(t, filepath.Join(dir, "x.service.d", f), c)
 			}
-			u, err := loadUnit(dir, "x.service")
+			u, err := loadUnit([]string{dir}, "x.service")
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want it to say %q", err, tc.wantErr)
@@ -90,7 +89,7 @@ func TestLifecycle(t *testing.T) {
 		"ExecStart=/bin/sh -c 'echo $GREETING; exec sleep 300'\nStandardOutput=append:"+log+"\nTimeoutStopSec=5\n")
 	// Ignores SIGTERM: stop must fall back to SIGKILL after TimeoutStopSec.
 	write(t, filepath.Join(dir, "stubborn.service"), "[Service]\nExecStart=/bin/sh -c 'trap \"\" TERM; while :; do sleep 0.1; done'\nTimeoutStopSec=1\n")
-	m := &manager{dir: dir, stateDir: filepath.Join(dir, "state"), proc: "/proc"}
+	m := testManager(dir)
 	t.Cleanup(func() { run(m, []string{"stop", "svc", "stubborn"}) })
 
 	steps := []struct {
@@ -154,7 +153,7 @@ func TestLifecycle(t *testing.T) {
 func TestRestartAlways(t *testing.T) {
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "px.service"), "[Service]\nExecStart=/bin/sleep 300\nRestart=always\nRestartSec=100ms\nTimeoutStopSec=5\n")
-	m := &manager{dir: dir, stateDir: filepath.Join(dir, "state"), proc: "/proc"}
+	m := testManager(dir)
 	t.Cleanup(func() { run(m, []string{"stop", "px"}) })
 	if rc := run(m, []string{"start", "px"}); rc != 0 {
 		t.Fatalf("start exited %d", rc)
@@ -195,7 +194,7 @@ func TestReusedPIDIsNotTheService(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
-	m := &manager{dir: dir, stateDir: filepath.Join(dir, "state"), proc: "/proc"}
+	m := testManager(dir)
 	write(t, m.statePath("svc.service"), strconv.Itoa(other.Process.Pid)+" 1\n")
 	if rc := run(m, []string{"stop", "svc"}); rc != 0 {
 		t.Fatalf("stop exited %d", rc)
@@ -223,6 +222,11 @@ func nested() bool {
 		}
 	}
 	return false
+}
+
+// testManager is a manager whose only unit directory is dir.
+func testManager(dir string) *manager {
+	return &manager{dir: dir, unitPath: []string{dir}, stateDir: filepath.Join(dir, "state"), proc: "/proc"}
 }
 
 func waitFor(t *testing.T, cond func() bool) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,6 +21,8 @@ type unit struct {
 	Description string
 	ExecStart   []string
 	Environment []string          // KEY=VALUE, in order
+	EnvFiles    []envFile         // EnvironmentFile=, in order
+	Install     []string          // [Install] WantedBy= and RequiredBy=: "multi-user.target.wants"
 	Output      string            // StandardOutput=append:PATH, "" for /dev/null
 	KillSignal  syscall.Signal    // default SIGTERM
 	StopTimeout time.Duration     // TimeoutStopSec, default 90 s
@@ -41,14 +42,22 @@ func unitName(name string) string {
 	return name + ".service"
 }
 
-// loadUnit reads dir/NAME and dir/NAME.d/*.conf in lexical order, as
-// systemd applies drop-ins. An empty "ExecStart=" or "Environment="
-// resets what came before.
-func loadUnit(dir, name string) (*unit, error) {
-	u := &unit{Name: name, Path: filepath.Join(dir, name), KillSignal: syscall.SIGTERM,
+// loadUnit reads the unit file of name, the first in path (findUnit),
+// then its drop-ins from every directory of path (dropIns), as systemd
+// applies them. An empty "ExecStart=", "Environment=" or
+// "EnvironmentFile=" resets what came before.
+func loadUnit(path []string, name string) (*unit, error) {
+	u := &unit{Name: name, KillSignal: syscall.SIGTERM,
 		StopTimeout: 90 * time.Second, Restart: "no", RestartSec: 100 * time.Millisecond, Ignored: map[string]string{}}
 	if !strings.HasSuffix(name, ".service") {
 		return nil, fmt.Errorf("unit %s: only service units are supported", name)
+	}
+	var err error
+	if u.Path, err = findUnit(path, name); err != nil {
+		if errors.Is(err, errMasked) {
+			return nil, fmt.Errorf("unit %s is masked (%s): %w", name, u.Path, err)
+		}
+		return nil, err
 	}
 	if err := u.parseFile(u.Path); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -56,9 +65,7 @@ func loadUnit(dir, name string) (*unit, error) {
 		}
 		return nil, err
 	}
-	dropIns, _ := filepath.Glob(filepath.Join(dir, name+".d", "*.conf"))
-	sort.Strings(dropIns)
-	for _, f := range dropIns {
+	for _, f := range dropIns(path, name) {
 		if err := u.parseFile(f); err != nil {
 			return nil, err
 		}
@@ -135,8 +142,14 @@ func (u *unit) set(section, key, value string) error {
 		u.Description = value
 		return nil
 	}
+	if section == "[Install]" && (key == "WantedBy" || key == "RequiredBy") {
+		for _, target := range strings.Fields(value) {
+			u.Install = append(u.Install, target+map[string]string{"WantedBy": ".wants", "RequiredBy": ".requires"}[key])
+		}
+		return nil
+	}
 	if section != "[Service]" {
-		u.Ignored[section+key] = value
+		u.Ignored[section+key] = value // Documentation=, Wants=, After=, StartLimitInterval=, ...
 		return nil
 	}
 	switch key {
@@ -171,6 +184,16 @@ func (u *unit) set(section, key, value string) error {
 			}
 		}
 		u.Environment = append(u.Environment, words...)
+	case "EnvironmentFile":
+		if value == "" {
+			u.EnvFiles = nil
+			return nil
+		}
+		f := envFile{path: strings.TrimPrefix(value, "-"), optional: strings.HasPrefix(value, "-")}
+		if !filepath.IsAbs(f.path) {
+			return fmt.Errorf("EnvironmentFile=%s: the file must be an absolute path", value)
+		}
+		u.EnvFiles = append(u.EnvFiles, f)
 	case "StandardOutput", "StandardError":
 		switch {
 		case strings.HasPrefix(value, "append:"):
