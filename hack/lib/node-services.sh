@@ -53,6 +53,10 @@ np::services::write() {
   local i=$1 name dir
   name=$(np::nodes::name "${i}") dir=$(np::nodes::dir "${i}")
   [[ -n "${NODES_KUBELET_PATH:-}" ]] || np::die "NODES_KUBELET_PATH is not set" "set it once with np::cluster::kubelet_path"
+  # local-up's nodes see the host's /etc and /usr: only their own units
+  # count, never a kubelet package's drop-in the host may have.
+  mkdir -p "$(np::services::dir "${i}")"
+  echo /run/nodeplug/systemd >"$(np::services::dir "${i}")/unit-path"
   # PATH: containerd starts the runc shim it finds first.
   np::services::unit "${i}" containerd "containerd container runtime" 30s always "PATH=${PATH}" \
     "${CONTAINERD_BIN_DIR}/containerd" --config "${dir}/containerd.toml"
