@@ -70,6 +70,9 @@ func TestDeploymentRunsTheImage(t *testing.T) {
 		{"namespace", dep.Namespace, namespace},
 		{"replicas", *dep.Spec.Replicas, int32(2)},
 		{"image (build/coredns/image.args -name)", ctr.Image, imageArg(t, "-name")},
+		// The release on a require line of its own, as np::pinned_version reads it.
+		{"image tag (hack/tools/coredns pins)", ctr.Image, "docker.io/nodeplug/coredns:" +
+			shellValue(t, corednsGoMod, `(?m)^require github\.com/coredns/coredns (v\S+)$`)},
 		{"imagePullPolicy", ctr.ImagePullPolicy, v1.PullIfNotPresent},
 		{"priorityClassName", spec.PriorityClassName, "system-cluster-critical"},
 		{"serviceAccountName", spec.ServiceAccountName, o.serviceAccounts[0].Name},

@@ -30,6 +30,8 @@ const (
 	nodeConfig = "../../hack/lib/node-config.sh"
 	clusterSh  = "../../hack/lib/cluster.sh"
 	imageArgs  = "../../build/coredns/image.args"
+	// corednsGoMod pins the CoreDNS release the image is built from.
+	corednsGoMod = "../../hack/tools/coredns/go.mod"
 )
 
 // objects is the rendered kustomization, by kind.

@@ -2,10 +2,9 @@ module github.com/nodeplug/nodeplug/hack/tools/coredns
 
 go 1.26.6
 
-require (
-	github.com/coredns/caddy v1.1.4-0.20250930002214-15135a999495
-	github.com/coredns/coredns v1.14.7
-)
+require github.com/coredns/coredns v1.14.7
+
+require github.com/coredns/caddy v1.1.4-0.20250930002214-15135a999495
 
 require (
 	github.com/apparentlymart/go-cidr v1.1.1 // indirect
