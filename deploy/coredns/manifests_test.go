@@ -1,5 +1,5 @@
 // Package coredns checks the manifests of this directory, rendered as
-// kubectl apply -k renders them, against what the rest of the local
+// kubectl apply -k renders them (render), against what the rest of the local
 // cluster expects of its DNS: the kubelets' clusterDNS and clusterDomain
 // (hack/lib/node-config.sh), the image build/coredns makes, the ports the
 // Corefile's plugins serve, and the rights CoreDNS's kubernetes plugin
@@ -8,6 +8,7 @@ package coredns
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -19,8 +20,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
 )
 
 const (
@@ -45,39 +45,72 @@ type objects struct {
 	other           []runtime.Object
 }
 
-// render builds this directory as kubectl apply -k does and decodes it.
+// kustomization is what this directory's kustomization.yaml may say;
+// anything else fails the test (render would not apply it).
+type kustomization struct {
+	APIVersion         string   `json:"apiVersion"`
+	Kind               string   `json:"kind"`
+	Resources          []string `json:"resources"`
+	ConfigMapGenerator []struct {
+		Name      string   `json:"name"`
+		Namespace string   `json:"namespace"`
+		Files     []string `json:"files"`
+		Options   struct {
+			DisableNameSuffixHash bool              `json:"disableNameSuffixHash"`
+			Labels                map[string]string `json:"labels"`
+		} `json:"options"`
+	} `json:"configMapGenerator"`
+}
+
+// render builds this directory as kubectl apply -k does (its resources,
+// and the ConfigMap its generator makes of the Corefile) and decodes it.
+// Every manifest of the directory must be a resource of the kustomization.
 func render(t *testing.T) objects {
 	t.Helper()
-	resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), ".")
+	b, err := os.ReadFile("kustomization.yaml")
 	if err != nil {
-		t.Fatalf("kustomize build: %v", err)
+		t.Fatal(err)
+	}
+	var k kustomization
+	if err := yaml.UnmarshalStrict(b, &k); err != nil {
+		t.Fatalf("kustomization.yaml: %v", err)
+	}
+	files, err := filepath.Glob("*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = slices.DeleteFunc(files, func(f string) bool { return f == "kustomization.yaml" })
+	if !slices.Equal(files, slices.Sorted(slices.Values(k.Resources))) {
+		t.Fatalf("kustomization.yaml lists %v, the directory has %v", k.Resources, files)
 	}
 	var out objects
-	for _, res := range resMap.Resources() {
-		y, err := res.AsYAML()
+	for _, f := range k.Resources {
+		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(y, nil, nil)
-		if err != nil {
-			t.Fatalf("%s: %v", res.CurId(), err)
+		for _, doc := range strings.Split(string(b), "\n---\n") {
+			obj, _, err := scheme.Codecs.UniversalDeserializer().Decode([]byte(doc), nil, nil)
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			out.add(obj)
 		}
-		switch o := obj.(type) {
-		case *appsv1.Deployment:
-			out.deployments = append(out.deployments, o)
-		case *v1.Service:
-			out.services = append(out.services, o)
-		case *v1.ConfigMap:
-			out.configMaps = append(out.configMaps, o)
-		case *v1.ServiceAccount:
-			out.serviceAccounts = append(out.serviceAccounts, o)
-		case *rbacv1.ClusterRole:
-			out.clusterRoles = append(out.clusterRoles, o)
-		case *rbacv1.ClusterRoleBinding:
-			out.bindings = append(out.bindings, o)
-		default:
-			out.other = append(out.other, o)
+	}
+	for _, g := range k.ConfigMapGenerator {
+		if !g.Options.DisableNameSuffixHash {
+			t.Errorf("ConfigMap %s gets a hash suffix: the Deployment would name it, but upstream's DNS specs and operators look for %s", g.Name, g.Name)
 		}
+		cm := &v1.ConfigMap{Data: map[string]string{}}
+		cm.Name, cm.Namespace, cm.Labels = g.Name, g.Namespace, g.Options.Labels
+		for _, f := range g.Files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cm.Data[filepath.Base(f)] = string(b)
+		}
+		out.add(cm)
 	}
 	if len(out.deployments) != 1 || len(out.services) != 1 || len(out.configMaps) != 1 ||
 		len(out.serviceAccounts) != 1 || len(out.clusterRoles) != 1 || len(out.bindings) != 1 || len(out.other) != 0 {
@@ -85,6 +118,25 @@ func render(t *testing.T) objects {
 			len(out.deployments), len(out.services), len(out.configMaps), len(out.serviceAccounts), len(out.clusterRoles), len(out.bindings), len(out.other))
 	}
 	return out
+}
+
+func (o *objects) add(obj runtime.Object) {
+	switch obj := obj.(type) {
+	case *appsv1.Deployment:
+		o.deployments = append(o.deployments, obj)
+	case *v1.Service:
+		o.services = append(o.services, obj)
+	case *v1.ConfigMap:
+		o.configMaps = append(o.configMaps, obj)
+	case *v1.ServiceAccount:
+		o.serviceAccounts = append(o.serviceAccounts, obj)
+	case *rbacv1.ClusterRole:
+		o.clusterRoles = append(o.clusterRoles, obj)
+	case *rbacv1.ClusterRoleBinding:
+		o.bindings = append(o.bindings, obj)
+	default:
+		o.other = append(o.other, obj)
+	}
 }
 
 // shellValue returns the first submatch of re in file.
