@@ -14,7 +14,9 @@
 # Environment: NODES, NODE_NAME, KUBELET_EXTRA_FLAGS, KCM_EXTRA_FLAGS,
 # SKIP_BUILD=1 (reuse ${BIN_DIR}), LOCAL_UP_DIR, LOCAL_UP_SSH=false (no SSH
 # servers in a multi-node cluster), DEFAULT_STORAGECLASS=false (no default
-# StorageClass, hack/lib/default-storageclass.sh).
+# StorageClass, hack/lib/default-storageclass.sh), LOCAL_UP_DNS=false (no
+# cluster DNS: no CoreDNS behind the kubelets' clusterDNS 10.0.0.10,
+# hack/lib/cluster-dns.sh).
 set -o errexit -o nounset -o pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
@@ -27,6 +29,7 @@ source "${NODEPLUG_ROOT}/hack/lib/netfilter.sh"
 source "${NODEPLUG_ROOT}/hack/lib/nodes.sh"
 source "${NODEPLUG_ROOT}/hack/lib/node-services.sh"
 source "${NODEPLUG_ROOT}/hack/lib/default-storageclass.sh"
+source "${NODEPLUG_ROOT}/hack/lib/cluster-dns.sh"
 source "${NODEPLUG_ROOT}/hack/lib/helm.sh"
 
 export KUBECONFIG=${LOCAL_UP_DIR}/pki/admin.kubeconfig
@@ -47,6 +50,7 @@ main() {
   np::preflight::ports
   ((NODES == 1)) || np::nodes::preflight
   np::default_sc::enabled || true # a bad DEFAULT_STORAGECLASS stops here, before the build
+  np::dns::enabled || true        # and a bad LOCAL_UP_DNS
   [[ "${SKIP_BUILD:-0}" == 1 ]] || np::build::all
   # The chart is pushed to the local registry as OCI (2 s warm).
   np::helm::build
@@ -89,6 +93,7 @@ main() {
   np::cluster::start_scheduler
   np::cluster::start_controller_manager
   np::default_sc::apply
+  np::dns::apply
   np::cluster::start_kubelet
   np::wait_for 120 "node ${NODE_NAME}" \
     kubectl wait --for=condition=Ready "node/${NODE_NAME}" --timeout=1s ||
@@ -99,6 +104,7 @@ main() {
     np::die "the default service account was not created" "see ${LOCAL_UP_DIR}/logs/kube-controller-manager.log"
   smoke_pod
   np::default_sc::await
+  np::dns::await
   cat <<MSG
 
 Local cluster is up (node Ready ${ready} s after launch, $((SECONDS - started)) s in all).
@@ -147,6 +153,7 @@ up_nodes() {
   np::cluster::start_controller_manager
   np::ssh::start_control_plane
   np::default_sc::apply
+  np::dns::apply
   wait_jobs "creating and starting the nodes (namespaces, containerd, kubelet, kube-proxy, images)" "${jobs[@]}"
   np::log "images imported into every node"
   for ((i = 1; i <= NODES; i++)); do
@@ -166,6 +173,7 @@ up_nodes() {
   done
   ! np::cluster::alive sshd || np::ssh::await 127.0.0.1 control-plane
   np::default_sc::await
+  np::dns::await
   cat <<MSG
 
 Local cluster is up with ${NODES} nodes (${names[*]}; all Ready ${ready} s after launch, $((SECONDS - started)) s in all).

@@ -6,8 +6,9 @@
 # cluster (test/e2e/framework without the e2e tag), the counter of
 # hack/e2e.sh on an existing cluster (hack/tools/e2ecount), every staging
 # module (each is its own Go module), the Helm chart's module
-# (deploy/helm/chartrender: the charts rendered with Helm's Go library), and
-# the local registry's module (hack/tools/registry).
+# (deploy/helm/chartrender: the charts rendered with Helm's Go library), the
+# local registry's module (hack/tools/registry), and the local cluster's
+# CoreDNS build (hack/tools/coredns).
 # Extra arguments go to go test.
 set -o errexit -o nounset -o pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
@@ -41,6 +42,12 @@ done
 # its own): pushes into the real registry server over TLS.
 np::log "unit tests of hack/tools/registry"
 (cd hack/tools/registry && go test -race -count=1 "$@" ./...) || rc=1
+# CoreDNS's directive list against its plugins and deploy/coredns/Corefile
+# (hack/tools/coredns, a module of its own). With np::build::coredns's
+# flags, so that it reuses that build's cache; no -race: the test runs no
+# goroutines of ours, and an instrumented CoreDNS is a second cold build.
+np::log "unit tests of hack/tools/coredns"
+(cd hack/tools/coredns && CGO_ENABLED=0 go test -trimpath -count=1 "$@" ./...) || rc=1
 source hack/lib/helm-chart.sh
 for dir in "${NP_HELM_MODULES[@]}"; do
   np::log "unit tests of the Helm chart module ${dir}"

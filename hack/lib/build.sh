@@ -45,6 +45,7 @@ np::build::all() {
   np::build::csi_provisioner
   np::build::dra_example_driver
   np::build::registry
+  np::build::coredns
   np::log "binaries built in $((SECONDS - started)) s"
 }
 
@@ -115,6 +116,22 @@ np::build::containerd() {
         github.com/containerd/containerd/v2/cmd/ctr
   ) || np::die "building containerd ${version} failed (see the compiler output above)" \
     "run 'go build github.com/containerd/containerd/v2/cmd/...' in hack/tools/containerd; check that the Go module proxy is reachable"
+}
+
+# np::build::coredns builds the local cluster's DNS server (deploy/coredns),
+# static, from hack/tools/coredns: CoreDNS at the release its go.mod pins,
+# with only the plugins a kubeadm Corefile uses (its own main.go; CoreDNS's
+# main would compile every cloud SDK its plugins import). About 180 s cold
+# (an empty GOCACHE, modules downloaded, 2 cores shared with other builds),
+# 2 s warm.
+np::build::coredns() {
+  local version
+  version=$(np::pinned_version coredns github.com/coredns/coredns)
+  (
+    cd "${NODEPLUG_ROOT}/hack/tools/coredns" &&
+      CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${BIN_DIR}/coredns" .
+  ) || np::die "building CoreDNS ${version} failed (see the compiler output above)" \
+    "run 'go build .' in hack/tools/coredns; check that the Go module proxy is reachable"
 }
 
 # np::build::registry builds the local cluster's registry and its push

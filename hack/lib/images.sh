@@ -2,7 +2,8 @@
 # np::images::build writes the cluster's images as docker-archive tarballs
 # with hack/tools/mkimage (no docker, no registry): pause, busybox, and the
 # recipes in build/ (flexvolume-installer, local-volume-provisioner,
-# mount-utilities, dra-test-driver, dra-example-driver).
+# mount-utilities, dra-test-driver, dra-example-driver, and coredns unless
+# LOCAL_UP_DNS=false).
 # np::images::import loads them into the local containerd. Pods use
 # imagePullPolicy Never or IfNotPresent.
 
@@ -106,6 +107,21 @@ np::images::build_mount_utilities() {
     np::die "building the mount-utilities image failed" "see build/mount-utilities/README.md"
 }
 
+# np::images::build_coredns DIR: DIR/coredns.tar from build/coredns, tagged
+# with the CoreDNS release hack/tools/coredns pins.
+np::images::build_coredns() {
+  local dir=$1 args release
+  [[ -x "${BIN_DIR}/coredns" ]] || np::die "${BIN_DIR}/coredns is missing" \
+    "run hack/build.sh (or local-up without SKIP_BUILD=1), or set LOCAL_UP_DNS=false"
+  mapfile -t args < <(np::images::recipe coredns)
+  release=$(np::pinned_version coredns github.com/coredns/coredns)
+  [[ " ${args[*]} " == *"/coredns:${release} "* ]] ||
+    np::die "build/coredns/image.args does not tag the image with the release hack/tools/coredns/go.mod pins (${release})" \
+      "make the two agree (and deploy/coredns/deployment.yaml's image)"
+  "${BIN_DIR}/mkimage" -o "${dir}/coredns.tar" "${args[@]}" ||
+    np::die "building the coredns image failed" "see build/coredns/README.md"
+}
+
 np::images::build() {
   local dir=${LOCAL_UP_DIR}/images
   mkdir -p "${dir}"
@@ -136,6 +152,7 @@ np::images::build() {
       "make the two agree"
   "${BIN_DIR}/mkimage" -o "${dir}/dra-example-driver.tar" "${args[@]}" ||
     np::die "building the dra-example-driver image failed" "see build/dra-example-driver/README.md"
+  [[ "${LOCAL_UP_DNS:-true}" == false ]] || np::images::build_coredns "${dir}"
 }
 
 # np::images::import FILE...: load docker-archive tarballs into containerd.

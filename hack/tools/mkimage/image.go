@@ -25,10 +25,12 @@ type entry struct {
 	dest, src, link string
 	mode            int64
 	dir             bool
+	caps            string // security.capability's value, or empty (-cap)
 }
 
 type imageSpec struct {
 	out, name, arch      string
+	user                 string
 	entrypoint, cmd, env []string
 	entries              []entry
 }
@@ -36,6 +38,9 @@ type imageSpec struct {
 func (s *imageSpec) parse(files, links, dirs []string) error {
 	if s.out == "" || s.name == "" {
 		return errors.New("-o and -name are required")
+	}
+	if err := checkUser(s.user); err != nil {
+		return err
 	}
 	if !strings.Contains(s.name, ":") {
 		return fmt.Errorf("-name %q needs a tag", s.name)
@@ -123,6 +128,9 @@ func writeEntry(tw *tar.Writer, e entry) error {
 			return err
 		}
 		h.Typeflag, h.Size, body = tar.TypeReg, int64(len(b)), b
+		if e.caps != "" {
+			h.PAXRecords = map[string]string{capabilityXattr: e.caps}
+		}
 	}
 	if err := tw.WriteHeader(h); err != nil {
 		return fmt.Errorf("%s: %w", e.dest, err)
@@ -144,9 +152,13 @@ func (s *imageSpec) write() error {
 		return err
 	}
 	layerID := digest(layer)
+	runConfig := map[string]any{"Entrypoint": s.entrypoint, "Cmd": s.cmd, "Env": s.env}
+	if s.user != "" {
+		runConfig["User"] = s.user
+	}
 	config, err := json.Marshal(map[string]any{
 		"architecture": s.arch, "os": "linux", "created": time.Unix(0, 0).UTC(),
-		"config": map[string]any{"Entrypoint": s.entrypoint, "Cmd": s.cmd, "Env": s.env},
+		"config": runConfig,
 		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{"sha256:" + layerID}},
 	})
 	if err != nil {

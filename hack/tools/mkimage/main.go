@@ -6,6 +6,10 @@
 //	  -file /bin/busybox=/bin/busybox:0755 -link /bin/sh=busybox \
 //	  -entrypoint /bin/sh -cmd -c,'sleep 3600'
 //
+// -user 65532:65532 makes the image run as that user, and
+// -cap /coredns=net_bind_service gives a file capabilities, as setcap
+// does, so that a non-root process may bind a port below 1024.
+//
 // `mkimage index` joins docker-archives built for different architectures
 // into one OCI image layout tarball holding one multi-platform image index:
 //
@@ -30,7 +34,7 @@ func main() {
 		return
 	}
 	var spec imageSpec
-	var files, links, dirs listFlag
+	var files, links, dirs, caps listFlag
 	var entrypoint, cmd, env string
 	flag.StringVar(&spec.out, "o", "", "output tarball (docker-archive)")
 	flag.StringVar(&spec.name, "name", "", "image reference, e.g. docker.io/nodeplug/pause:1")
@@ -38,12 +42,17 @@ func main() {
 	flag.Var(&files, "file", "DEST=SRC[:MODE] file to add (repeatable); MODE in octal, default SRC's mode")
 	flag.Var(&links, "link", "DEST=TARGET symlink to add (repeatable)")
 	flag.Var(&dirs, "dir", "DEST directory to add (repeatable)")
+	flag.Var(&caps, "cap", "DEST=CAP[,CAP...] file capabilities (permitted and effective) of the -file at DEST, e.g. /coredns=net_bind_service (repeatable)")
+	flag.StringVar(&spec.user, "user", "", "numeric UID or UID:GID the image runs as (default root)")
 	flag.StringVar(&entrypoint, "entrypoint", "", "comma-separated entrypoint")
 	flag.StringVar(&cmd, "cmd", "", "comma-separated default command")
 	flag.StringVar(&env, "env", "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "comma-separated environment")
 	flag.Parse()
 	spec.entrypoint, spec.cmd, spec.env = split(entrypoint), split(cmd), split(env)
 	if err := spec.parse(files, links, dirs); err != nil {
+		fail(err)
+	}
+	if err := spec.addCapabilities(caps); err != nil {
 		fail(err)
 	}
 	if err := spec.write(); err != nil {
