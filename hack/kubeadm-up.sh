@@ -151,6 +151,10 @@ publish() {
     np::registry::push "${f}" >>"${LOCAL_UP_DIR}/logs/registry-push.log" ||
       np::die "pushing ${f##*/} to the local registry failed" "see ${LOCAL_UP_DIR}/logs/registry.log"
   done
+  # kubeadm's CoreDNS is the local cluster's (build/coredns), at the tag
+  # kubeadm asks for.
+  np::registry::push "${LOCAL_UP_DIR}/images/coredns.tar" "${KUBEADM_IMAGE_REPO}/coredns:$(np::kubeadm_images::coredns_tag)" \
+    >>"${LOCAL_UP_DIR}/logs/registry-push.log" || np::die "pushing CoreDNS for kubeadm to the local registry failed"
   np::registry::push_chart "${NODEPLUG_ROOT}/deploy/helm/local-volume-provisioner" "${LOCAL_CHART_VERSION}" \
     "${LOCAL_REGISTRY}/nodeplug/local-volume-provisioner:dev" "${LOCAL_REGISTRY}/nodeplug" "${LOCAL_UP_DIR}/pki/ca.crt"
   np::registry::push_chart "${NODEPLUG_ROOT}/deploy/helm/mount-utilities" "${LOCAL_CHART_VERSION}" \

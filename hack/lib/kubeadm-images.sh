@@ -62,3 +62,14 @@ np::kubeadm_images::etcd_tag() {
 np::kubeadm_images::pause_tag() {
   "${BIN_DIR}/kubeadm" config images list --kubernetes-version "${KUBE_VERSION}" 2>/dev/null | sed -n 's|.*/pause:||p'
 }
+
+# np::kubeadm_images::coredns_tag: the CoreDNS tag kubeadm asks for, which
+# must be the release hack/tools/coredns pins.
+np::kubeadm_images::coredns_tag() {
+  local want have
+  want=$("${BIN_DIR}/kubeadm" config images list --kubernetes-version "${KUBE_VERSION}" 2>/dev/null | sed -n 's|.*/coredns:||p')
+  have=$(np::pinned_version coredns github.com/coredns/coredns)
+  [[ -n "${want}" && "${want}" == "${have}" ]] ||
+    np::die "kubeadm ${KUBE_VERSION} asks for CoreDNS ${want:-?}; hack/tools/coredns pins ${have:-?}" "pin the release kubeadm names in hack/tools/coredns/go.mod"
+  echo "${want}"
+}

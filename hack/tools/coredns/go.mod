@@ -2,7 +2,7 @@ module github.com/nodeplug/nodeplug/hack/tools/coredns
 
 go 1.26.6
 
-require github.com/coredns/coredns v1.14.7
+require github.com/coredns/coredns v1.14.6
 
 require github.com/coredns/caddy v1.1.4-0.20250930002214-15135a999495
 
@@ -51,6 +51,7 @@ require (
 	github.com/spf13/pflag v1.0.10 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	go.uber.org/automaxprocs v1.6.0 // indirect
+	go.uber.org/mock v0.6.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
 	go.yaml.in/yaml/v3 v3.0.4 // indirect
 	golang.org/x/crypto v0.54.0 // indirect
