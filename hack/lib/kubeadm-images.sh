@@ -40,6 +40,17 @@ np::kubeadm_images::build() {
     /usr/sbin/ip6tables /usr/sbin/ip6tables-save /usr/sbin/ip6tables-restore /usr/sbin/conntrack) ||
     np::die "collecting iptables and conntrack for the kube-proxy image failed" "apt-get install iptables conntrack"
   mapfile -t proxy_tools <<<"${proxy_tools}"
+  # iptables loads its match and target extensions (conntrack, comment,
+  # mark, ...) with dlopen, so ldd does not list them: the whole directory.
+  local ext xtables
+  xtables=$(readlink -f "$(dirname "$(ldconfig -p | awk '/libxtables.so/ {print $NF; exit}')")/xtables")
+  [[ -d "${xtables}" ]] || np::die "iptables' extensions are not in ${xtables}" "apt-get install iptables"
+  for ext in "${xtables}"/*.so; do
+    proxy_tools+=(-file "${ext}=$(readlink -f "${ext}")")
+  done
+  local ext_libs
+  ext_libs=$(np::images::library_args "${xtables}"/*.so) || np::die "the libraries of iptables' extensions are missing"
+  mapfile -t -O "${#proxy_tools[@]}" proxy_tools <<<"${ext_libs}"
   np::kubeadm_images::binary kube-proxy "${version}" "${dir}" "${proxy_tools[@]}" -dir /run -dir /lib/modules
   "${BIN_DIR}/mkimage" -o "${dir}/pause.tar" -name "${KUBEADM_IMAGE_REPO}/pause:$(np::kubeadm_images::pause_tag)" \
     -file "/pause=${BIN_DIR}/pause:0755" -entrypoint /pause || np::die "building the pause image for kubeadm failed"
