@@ -9,7 +9,8 @@
 # configurations (hack/node-config_test.sh), the check that the local
 # cluster's directory is root's all the way up (hack/local-up-dir_test.sh),
 # the checks of E2E_CLUSTER before the e2e suites run
-# (hack/e2e-existing_test.sh), the checks of make release on a small release
+# (hack/e2e-existing_test.sh), make kubeadm-up and docs/install.md agreeing
+# (hack/kubeadm-doc_test.sh), the checks of make release on a small release
 # made on the spot (hack/release_test.sh), the upstream
 # code nodeplug copies or relies on unchanged since its last review
 # (hack/verify-upstream-internals.sh), the Helm chart's copies of the CRD
@@ -48,6 +49,7 @@ hack/cluster-start_test.sh || rc=1
 hack/node-config_test.sh || rc=1
 hack/local-up-dir_test.sh || rc=1
 hack/e2e-existing_test.sh || rc=1
+hack/kubeadm-doc_test.sh || rc=1
 hack/release_test.sh || rc=1
 hack/verify-upstream-internals.sh || rc=1
 hack/verify-helm-chart.sh || rc=1
