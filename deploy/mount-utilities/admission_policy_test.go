@@ -118,6 +118,8 @@ func TestAdmissionPolicyDaemonSetDecisions(t *testing.T) {
 			obj: testDaemonSet(map[string]string{fuseLabel: "true"}, "busybox", nil), wantDeny: fuseLabel + " on the pod template"},
 		{name: "a user creates an unlabelled DaemonSet", op: admission.Create, obj: plainDS, user: user1},
 		{name: "a system:masters admin creates the mount DaemonSet", op: admission.Create, obj: mountDS, user: admin},
+		{name: "kubeadm's admin (kubeadm:cluster-admins) creates the mount DaemonSet", op: admission.Create, obj: mountDS,
+			user: &user.DefaultInfo{Name: "kubernetes-admin", Groups: []string{"kubeadm:cluster-admins", "system:authenticated"}}},
 		{name: "a user adds a mount label to a DaemonSet's template", op: admission.Update, old: plainDS, user: user1,
 			obj: testDaemonSet(map[string]string{"app": "x", localLabel: "true"}, "busybox", nil), wantDeny: "may not set the mount label(s) " + localLabel},
 		{name: "a user changes the image of the mount DaemonSet", op: admission.Update, old: mountDS, user: user1,

@@ -86,6 +86,7 @@ func userImagePod(name, image string) *corev1.Pod {
 // image, which every node pulls.
 func TestLocalPVHelmChartFromRegistry(t *testing.T) {
 	c := framework.Connect(t)
+	ca := filepath.Join(c.Dir(t), "pki", "ca.crt") // the local registry's CA
 	ctx := t.Context()
 	disks := newLPVDisks(t, c)
 	vol0 := disks.addDir("vol0")
@@ -118,7 +119,7 @@ classes:
 	})
 	out, err := h.Run(ctx, "install", "local-volume-provisioner",
 		"oci://"+localRegistry+"/nodeplug/charts/local-volume-provisioner", "--version", "0.0.0-dev",
-		"--ca-file", filepath.Join(c.Dir(t), "pki", "ca.crt"),
+		"--ca-file", ca,
 		"--namespace", lpvNamespace, "--create-namespace", "-f", values, "--wait", "--timeout", "3m")
 	if err != nil {
 		t.Fatalf("helm install oci://: %v\n%s", err, out)
