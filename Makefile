@@ -54,6 +54,10 @@ test-integration: ## Integration tests against a real kube-apiserver and etcd.
 test-e2e: ## local-up with three nodes (NODES=1: one), the e2e suite against it, local-down (also on failure).
 	hack/e2e.sh $(GO_TEST_FLAGS)
 
+.PHONY: test-e2e-kubeadm
+test-e2e-kubeadm: ## kubeadm-up NODES=3 (nodeplug installed by docs/install.md), the e2e tier's focused set on it with E2E_CLUSTER=existing (a test of each design at least), then local-down (also on failure).
+	hack/e2e-kubeadm.sh $(GO_TEST_FLAGS)
+
 .PHONY: test-e2e-upstream
 test-e2e-upstream: ## Upstream's e2e storage specs, CI's set (a few of every group), on a 3-node local cluster, then local-down (also on failure).
 	hack/e2e-upstream.sh $(E2E_UPSTREAM_FLAGS)
