@@ -9,8 +9,10 @@
 # and registry.sh.
 
 # What kubeadm and the kubelet package write or read, each node's own.
+# /var/log too: each kubelet keeps its pods' logs in /var/log/pods and
+# removes the directories of pods it does not know, another node's included.
 KUBEADM_NODE_MOUNTS=(etc-kubernetes:/etc/kubernetes usr-local-bin:/usr/local/bin
-  systemd-etc:/etc/systemd/system systemd-lib:/usr/lib/systemd/system var-lib-etcd:/var/lib/etcd)
+  systemd-etc:/etc/systemd/system systemd-lib:/usr/lib/systemd/system var-lib-etcd:/var/lib/etcd var-log:/var/log)
 KUBEADM_POD_SUBNET=10.88.0.0/16
 KUBEADM_SERVICE_SUBNET=10.0.0.0/24
 # The release version the nodes install (a tarball made from ${BIN_DIR}).
