@@ -80,7 +80,7 @@ main() {
     jobs+=($!)
   done
   NODE_JOBS=("${jobs[@]}")
-  wait_jobs "creating the nodes and installing nodeplug's kubelet by docs/install.md" "${jobs[@]}"
+  np::cluster::wait_jobs "creating the nodes and installing nodeplug's kubelet by docs/install.md" "${jobs[@]}"
   NODE_JOBS=()
   init_control_plane
   join_nodes
@@ -192,16 +192,7 @@ join_nodes() {
     ) &
     jobs+=($!)
   done
-  wait_jobs "joining the nodes" "${jobs[@]}"
-}
-
-wait_jobs() {
-  local what=$1 pid rc=0
-  shift
-  for pid in "$@"; do
-    wait "${pid}" || rc=1
-  done
-  ((rc == 0)) || np::die "${what} failed" "see the errors above and ${LOCAL_UP_DIR}/logs"
+  np::cluster::wait_jobs "joining the nodes" "${jobs[@]}"
 }
 
 NODE_JOBS=()

@@ -154,7 +154,7 @@ up_nodes() {
   np::ssh::start_control_plane
   np::default_sc::apply
   np::dns::apply
-  wait_jobs "creating and starting the nodes (namespaces, containerd, kubelet, kube-proxy, images)" "${jobs[@]}"
+  np::cluster::wait_jobs "creating and starting the nodes (namespaces, containerd, kubelet, kube-proxy, images)" "${jobs[@]}"
   np::log "images imported into every node"
   for ((i = 1; i <= NODES; i++)); do
     np::nodes::await_healthz "${i}" kubelet 10248
@@ -198,17 +198,6 @@ publish() {
   np::registry::push_chart "${NODEPLUG_ROOT}/deploy/helm/mount-utilities" "${LOCAL_CHART_VERSION}" \
     "${LOCAL_REGISTRY}/nodeplug/mount-utilities:1" "${LOCAL_REGISTRY}/nodeplug" "${LOCAL_UP_DIR}/pki/ca.crt"
   np::log "charts pushed to oci://${LOCAL_REGISTRY}/nodeplug/charts (local-volume-provisioner, mount-utilities) --version ${LOCAL_CHART_VERSION}"
-}
-
-# wait_jobs WHAT PID...: waits for the background jobs PID..., and fails
-# if one failed (it printed why).
-wait_jobs() {
-  local what=$1 pid rc=0
-  shift
-  for pid in "$@"; do
-    wait "${pid}" || rc=1
-  done
-  ((rc == 0)) || np::die "${what} failed" "see the errors above and ${LOCAL_UP_DIR}/logs"
 }
 
 # half_up tells, when local-up fails after it has started creating state,

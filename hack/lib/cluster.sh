@@ -243,3 +243,14 @@ np::cluster::start_kubelet() {
     --hostname-override "${NODE_NAME}" --node-ip "${NODE_IP}" ${KUBELET_EXTRA_FLAGS}
   np::cluster::await kubelet 60 curl -sf "http://127.0.0.1:10248/healthz"
 }
+
+# np::cluster::wait_jobs WHAT PID...: waits for the background jobs PID...
+# (each printed why it failed), and fails naming WHAT if one failed.
+np::cluster::wait_jobs() {
+  local what=$1 pid rc=0
+  shift
+  for pid in "$@"; do
+    wait "${pid}" || rc=1
+  done
+  ((rc == 0)) || np::die "${what} failed" "see the errors above and ${LOCAL_UP_DIR}/logs"
+}
