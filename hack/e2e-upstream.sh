@@ -111,8 +111,14 @@ built=$((SECONDS - started))
 rm -rf "${RESULTS}"
 mkdir -p "${RESULTS}"
 provider=local
+host_args=()
 if [[ "${E2E_CLUSTER}" == existing ]]; then
   provider=${E2E_UPSTREAM_PROVIDER:-local}
+  # The control plane's address, which the flex specs reach over SSH to
+  # install a driver for the controller-manager: the kubeconfig's server
+  # (without -host the framework dials port 22 of this machine, which is
+  # where the local cluster's control plane listens).
+  host_args=(-host "$("${BIN_DIR}/kubectl" config view --minify -o jsonpath='{.clusters[0].cluster.server}')")
   # The cluster pulls the images; the specs' own references, with
   # KUBE_TEST_REPO_LIST applied, are logged for the operator.
   [[ -n "${kubectl}" ]] || np::e2e_existing::check_cluster "${BIN_DIR}/kubectl"
@@ -152,7 +158,7 @@ run_pass() {
   "${BIN_DIR}/ginkgo" --procs "${procs}" --focus "${focus}" --skip "${skip}" \
     --timeout "${E2E_UPSTREAM_TIMEOUT}" --no-color \
     --json-report "${name}.json" --output-dir "${RESULTS}" "$@" "${E2E_UPSTREAM_TEST}" -- \
-    -kubeconfig "${KUBECONFIG}" -provider "${provider}" -report-dir "${RESULTS}" 2>&1 | tee -a "${RESULTS}/e2e.log"
+    -kubeconfig "${KUBECONFIG}" -provider "${provider}" -report-dir "${RESULTS}" "${host_args[@]}" 2>&1 | tee -a "${RESULTS}/e2e.log"
 }
 
 run_started=${SECONDS}
