@@ -145,7 +145,10 @@ up_nodes() {
   done
   NODE_JOBS=("${jobs[@]}")
   np::registry::start
-  publish
+  # The pushes run beside the control plane's start; the nodes import
+  # their images and need none of them.
+  publish &
+  local publishing=$!
   np::cluster::start_etcd
   np::cluster::start_apiserver
   mount_pod_rbac
@@ -168,6 +171,7 @@ up_nodes() {
   np::wait_for 60 "default service account" kubectl get serviceaccount default ||
     np::die "the default service account was not created" "see ${LOCAL_UP_DIR}/logs/kube-controller-manager.log"
   smoke_pods "${names[@]}"
+  wait "${publishing}" || np::die "pushing to the local registry failed" "see the errors above and ${LOCAL_UP_DIR}/logs/registry.log"
   for ((i = 1; i <= NODES; i++)); do
     np::ssh::await "$(np::nodes::ip "${i}")" "$(np::nodes::name "${i}")"
   done
