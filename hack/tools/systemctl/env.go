@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -98,8 +99,8 @@ func mergeEnv(env []string) []string {
 
 // lookupEnv returns the value of key in env (KEY=VALUE entries).
 func lookupEnv(env []string, key string) (string, bool) {
-	for i := len(env) - 1; i >= 0; i-- {
-		if k, v, _ := strings.Cut(env[i], "="); k == key {
+	for _, kv := range slices.Backward(env) {
+		if k, v, _ := strings.Cut(kv, "="); k == key {
 			return v, true
 		}
 	}
