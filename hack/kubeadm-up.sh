@@ -114,22 +114,9 @@ MSG
 # packages' files, the release tarball, the kubelet patch, and its units
 # (containerd, sshd).
 node_files() {
-  local i=$1 name dir m
-  name=$(np::nodes::name "${i}") dir=$(np::nodes::dir "${i}")
-  for m in "${NODE_MOUNTS[@]}"; do
-    mkdir -p "${dir}/${m%%:*}"
-  done
-  rmdir "${dir}/hosts"
-  mkdir -p "${dir}"/{cni,containerd,mnt/disks,run/nodeplug/systemd}
-  ln -sfn "${BIN_DIR}/systemctl" "${dir}/sbin/systemctl"
-  np::nodes::crictl "${dir}"
-  { cat /etc/hosts; echo "$(np::nodes::ip "${i}") ${name}"; } >"${dir}/hosts"
-  chmod 1777 "${dir}/tmp"
-  echo "${i}" >"${dir}/index"
-  echo "${name}" >"${dir}/name"
-  np::cluster::containerd_conf "${dir}/containerd.toml" "${dir}/containerd" "${dir}/containerd.sock" "${dir}/cni" \
-    "${dir}/containerd.sock.ttrpc"
-  np::cluster::cni_conf "${dir}/cni/10-nodeplug.conflist" "$(np::nodes::pod_cidr "${i}")" "${dir}/ipam"
+  local i=$1 dir
+  dir=$(np::nodes::dir "${i}")
+  np::nodes::base_files "${i}"
   np::kubeadm::package "${i}"
   np::kubeadm::tarball "${i}"
   np::kubeadm::patches "${i}"

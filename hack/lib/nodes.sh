@@ -103,16 +103,8 @@ np::nodes::mkdir_host() {
 np::nodes::write_configs() {
   local i=$1 name dir ip pki=${LOCAL_UP_DIR}/pki
   name=$(np::nodes::name "${i}") dir=$(np::nodes::dir "${i}") ip=$(np::nodes::ip "${i}")
-  mkdir -p "${dir}"/{cni,pod-logs,containerd} "${dir}"/{kubelet,flexvolume,mnt/disks,tmp,run,sbin}
-  ln -sfn "${BIN_DIR}/systemctl" "${dir}/sbin/systemctl"
-  np::nodes::crictl "${dir}"
-  { cat /etc/hosts; echo "${ip} ${name}"; } >"${dir}/hosts"
-  chmod 1777 "${dir}/tmp"
-  echo "${i}" >"${dir}/index"
-  echo "${name}" >"${dir}/name"
-  np::cluster::containerd_conf "${dir}/containerd.toml" "${dir}/containerd" "${dir}/containerd.sock" "${dir}/cni" \
-    "${dir}/containerd.sock.ttrpc"
-  np::cluster::cni_conf "${dir}/cni/10-nodeplug.conflist" "$(np::nodes::pod_cidr "${i}")" "${dir}/ipam"
+  mkdir -p "${dir}/pod-logs"
+  np::nodes::base_files "${i}"
   np::nodes::kube_configs "${i}"
   np::pki::cert "kubelet-serving-${name}" "${name}" "" "DNS:${name},DNS:localhost,IP:127.0.0.1,IP:${ip}"
   np::pki::cert "kubelet-${name}" "system:node:${name}" system:nodes
@@ -121,6 +113,28 @@ np::nodes::write_configs() {
   # bridge); the apiserver's certificate already names it.
   np::nodes::kubeconfig "${dir}/kubelet.kubeconfig" "kubelet-${name}"
   np::nodes::kubeconfig "${dir}/kube-proxy.kubeconfig" kube-proxy
+}
+
+# np::nodes::base_files I: what every node I holds before it starts, a
+# local-up node or a kubeadm-up one: a directory for each of NODE_MOUNTS,
+# its systemctl and crictl, its hosts file, name and index, and its
+# containerd and CNI configurations.
+np::nodes::base_files() {
+  local i=$1 name dir m
+  name=$(np::nodes::name "${i}") dir=$(np::nodes::dir "${i}")
+  for m in "${NODE_MOUNTS[@]}"; do
+    [[ "${m%%:*}" == hosts ]] || mkdir -p "${dir}/${m%%:*}"
+  done
+  mkdir -p "${dir}"/{cni,containerd,mnt/disks}
+  ln -sfn "${BIN_DIR}/systemctl" "${dir}/sbin/systemctl"
+  np::nodes::crictl "${dir}"
+  { cat /etc/hosts; echo "$(np::nodes::ip "${i}") ${name}"; } >"${dir}/hosts"
+  chmod 1777 "${dir}/tmp"
+  echo "${i}" >"${dir}/index"
+  echo "${name}" >"${dir}/name"
+  np::cluster::containerd_conf "${dir}/containerd.toml" "${dir}/containerd" "${dir}/containerd.sock" "${dir}/cni" \
+    "${dir}/containerd.sock.ttrpc"
+  np::cluster::cni_conf "${dir}/cni/10-nodeplug.conflist" "$(np::nodes::pod_cidr "${i}")" "${dir}/ipam"
 }
 
 # np::nodes::crictl DIR: the node's crictl (DIR/sbin/crictl, in the node's
