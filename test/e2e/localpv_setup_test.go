@@ -267,13 +267,34 @@ func mustUnmarshal(t testing.TB, doc string, into any) {
 }
 
 // undeployLPV removes the provisioner, then everything it left: PVs and
-// Jobs keep finalizers that only a running master removes.
+// Jobs keep finalizers that only a running master removes. It waits until
+// they are gone: a PV still bound when its finalizers are cleared gets
+// kubernetes.io/pv-protection back from the controller-manager and would
+// stay Terminating, holding its path against the next test's install.
 func undeployLPV(t testing.TB, c *framework.Cluster, file string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	_, _ = c.Kubectl(ctx, "-n", lpvNamespace, "delete", "deployment,daemonset", "--all", "--wait", "--timeout=60s")
 	// The memory of unwiped disks outlives an installation by design; the
 	// next test starts with an empty one.
+	var left []string
+	err := framework.Poll(ctx, 2*time.Minute, func(context.Context) bool {
+		left = removeLPVLeftovers(ctx, c)
+		return len(left) == 0
+	})
+	if err != nil {
+		t.Errorf("undeploy: the provisioner's objects outlived it: %s", strings.Join(left, " "))
+	}
+	if _, err := c.Kubectl(ctx, "delete", "-f", file, "--ignore-not-found", "--wait", "--timeout=120s"); err != nil {
+		t.Logf("undeploy: %v", err)
+	}
+}
+
+// removeLPVLeftovers clears the finalizers of every PV, Job and
+// UnwipedDisk the provisioner labelled, deletes them, and returns those
+// that were still there.
+func removeLPVLeftovers(ctx context.Context, c *framework.Cluster) []string {
+	var left []string
 	for _, kind := range []string{"pv", "jobs", "unwipeddisks"} {
 		args := []string{"get", kind, "-l", lpvManagedBy, "-o", "name"}
 		if kind == "jobs" {
@@ -281,6 +302,7 @@ func undeployLPV(t testing.TB, c *framework.Cluster, file string) {
 		}
 		out, _ := c.Kubectl(ctx, args...)
 		for _, name := range strings.Fields(out) {
+			left = append(left, name)
 			patch := []string{"patch", name, "--type=merge", "-p", `{"metadata":{"finalizers":null}}`}
 			del := []string{"delete", name, "--wait=false"}
 			if kind == "jobs" {
@@ -290,9 +312,7 @@ func undeployLPV(t testing.TB, c *framework.Cluster, file string) {
 			_, _ = c.Kubectl(ctx, del...)
 		}
 	}
-	if _, err := c.Kubectl(ctx, "delete", "-f", file, "--ignore-not-found", "--wait", "--timeout=120s"); err != nil {
-		t.Logf("undeploy: %v", err)
-	}
+	return left
 }
 
 // addExt4 makes a 64 MiB ext4 file system (a random UUID) on a new loop
