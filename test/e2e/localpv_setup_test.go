@@ -107,6 +107,10 @@ func (d *lpvDisks) addLoop(name string) string {
 func (d *lpvDisks) teardown() {
 	d.n.UnmountAll(d.t, d.base)
 	for _, dev := range d.loops {
+		if d.n.Remote() {
+			_ = d.n.Command(context.Background(), "losetup", "-d", dev).Run()
+			continue
+		}
 		_ = exec.Command("losetup", "-d", dev).Run()
 	}
 	_ = d.n.RemoveAll(context.Background(), d.base)

@@ -125,7 +125,7 @@ func TestMultiNodeLocalPVDisksSwappedAcrossRestart(t *testing.T) {
 func mountTenantDisk(ctx context.Context, t *testing.T, n *framework.Node, d *lpvDisks, tn *swapTenant, mkfs ...string) {
 	t.Helper()
 	tn.mount = filepath.Join(d.fast, tn.name)
-	if err := os.MkdirAll(d.host(tn.mount), 0o755); err != nil {
+	if err := n.MkdirAll(ctx, tn.mount); err != nil {
 		t.Fatal(err)
 	}
 	tn.dev = newExt4With(t, d, tn.name, mkfs...)
@@ -140,21 +140,33 @@ func tenantPodOnClaim(name string, tn *swapTenant) *corev1.Pod {
 }
 
 // newExt4With makes a 64 MiB ext4 file system with mkfs.ext4's extra
-// arguments on a new loop device of d and returns the device.
+// arguments on a new loop device of d and returns the device. On a node of
+// an existing cluster the image, the file system and the loop device are
+// made on the node, over SSH.
 func newExt4With(t *testing.T, d *lpvDisks, name string, args ...string) string {
 	t.Helper()
-	img := d.host(filepath.Join(d.base, "img", name+".img"))
-	if err := os.WriteFile(img, nil, 0o600); err != nil {
+	img := filepath.Join(d.base, "img", name+".img")
+	argv := append(append([]string{"-q", "-F"}, args...), img)
+	if d.n.Remote() {
+		ctx := context.Background()
+		d.n.Run(ctx, t, "truncate", "-s", "64M", img)
+		d.n.Run(ctx, t, "mkfs.ext4", argv...)
+		dev := strings.TrimSpace(d.n.Run(ctx, t, "losetup", "-f", "--show", img))
+		d.loops = append(d.loops, dev)
+		return dev
+	}
+	host := d.host(img)
+	if err := os.WriteFile(host, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Truncate(img, 64<<20); err != nil {
+	if err := os.Truncate(host, 64<<20); err != nil {
 		t.Fatal(err)
 	}
-	argv := append([]string{"-q", "-F"}, args...)
-	if out, err := exec.Command("mkfs.ext4", append(argv, img)...).CombinedOutput(); err != nil {
-		t.Fatalf("mkfs.ext4 %s: %v: %s", img, err, out)
+	argv[len(argv)-1] = host
+	if out, err := exec.Command("mkfs.ext4", argv...).CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.ext4 %s: %v: %s", host, err, out)
 	}
-	return attachLoop(t, d, img)
+	return attachLoop(t, d, host)
 }
 
 // mountPair unmounts the disks at mount points a and b in node n and mounts
