@@ -51,28 +51,56 @@ func newImpl(b *testing.B, impl, root string) (func() ([]volume.ProbeEvent, erro
 	return p.NewConsumerView().Probe, p.Library()
 }
 
+// BenchmarkProbeUnchanged: Probe with nothing changed since the last
+// call, with one driver installed and with 500 (issue 37 item 7).
 func BenchmarkProbeUnchanged(b *testing.B) {
-	for _, impl := range impls {
-		b.Run("impl="+impl, func(b *testing.B) {
-			root := b.TempDir()
-			install(b, root, "bench.example.com~d", "d", benchDriver(filepath.Join(b.TempDir(), "n"), false))
-			probe, _ := newImpl(b, impl, root)
-			deadline := time.Now().Add(10 * time.Second)
-			for found := false; !found; {
-				events, _ := probe()
-				found = len(events) > 0
-				if time.Now().After(deadline) {
-					b.Fatal("driver not found")
+	for _, n := range []int{1, 500} {
+		for _, impl := range impls {
+			b.Run(fmt.Sprintf("drivers=%d/impl=%s", n, impl), func(b *testing.B) {
+				probe, _ := startWithDrivers(b, impl, n)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if events, _ := probe(); len(events) != 0 {
+						b.Fatal("unexpected change")
+					}
 				}
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if events, _ := probe(); len(events) != 0 {
-					b.Fatal("unexpected change")
-				}
-			}
-		})
+			})
+		}
+	}
+}
+
+// startWithDrivers installs n drivers, starts impl on them and returns once
+// Probe has returned all n, with the Probe and the plugin directory.
+func startWithDrivers(b *testing.B, impl string, n int) (probeFunc, string) {
+	root := b.TempDir()
+	installDrivers(b, root, n)
+	probe, _ := newImpl(b, impl, root)
+	waitAll(b, probe, n)
+	return probe, root
+}
+
+// installDrivers installs n non-attachable bench drivers in root.
+func installDrivers(b *testing.B, root string, n int) {
+	count := filepath.Join(b.TempDir(), "n")
+	for i := range n {
+		install(b, root, fmt.Sprintf("bench.example.com~d%d", i), fmt.Sprintf("d%d", i), benchDriver(count, false))
+	}
+}
+
+// waitAll calls probe every millisecond until it has returned n plugins.
+func waitAll(b *testing.B, probe probeFunc, n int) {
+	found := map[string]bool{}
+	deadline := time.Now().Add(60 * time.Second)
+	for len(found) < n {
+		events, _ := probe()
+		for _, ev := range events {
+			found[ev.PluginName] = true
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d drivers found", len(found), n)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

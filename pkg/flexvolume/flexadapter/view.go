@@ -62,22 +62,34 @@ func (v *consumerView) update(cur *prober.Snapshot) ([]volume.ProbeEvent, error)
 	if cur == v.last.Load() {
 		return nil, nil
 	}
-	var events []volume.ProbeEvent
-	for _, name := range sortedKeys(cur.Entries) {
-		e := cur.Entries[name]
-		if ver, ok := v.plugins[name]; ok && ver == e.Version {
-			continue
+	// Only the changed names are sorted: a change of one driver among
+	// many costs a comparison per driver, not a sort of all of them.
+	var updated, removed []string
+	for name, e := range cur.Entries {
+		if ver, ok := v.plugins[name]; !ok || ver != e.Version {
+			updated = append(updated, name)
 		}
+	}
+	if len(v.plugins) > len(cur.Entries)-len(updated) {
+		for name := range v.plugins {
+			if _, ok := cur.Entries[name]; !ok {
+				removed = append(removed, name)
+			}
+		}
+	}
+	slices.Sort(updated)
+	slices.Sort(removed)
+	var events []volume.ProbeEvent // nil when nothing changed
+	for _, name := range updated {
+		e := cur.Entries[name]
 		v.plugins[name] = e.Version
 		events = append(events, volume.ProbeEvent{
 			Plugin: newPlugin(v.src, e), PluginName: name, Op: volume.ProbeAddOrUpdate,
 		})
 	}
-	for _, name := range sortedKeys(v.plugins) {
-		if _, ok := cur.Entries[name]; !ok {
-			delete(v.plugins, name)
-			events = append(events, volume.ProbeEvent{PluginName: name, Op: volume.ProbeRemove})
-		}
+	for _, name := range removed {
+		delete(v.plugins, name)
+		events = append(events, volume.ProbeEvent{PluginName: name, Op: volume.ProbeRemove})
 	}
 	err := v.newProblems(cur.Problems)
 	v.last.Store(cur)

@@ -56,18 +56,23 @@ type reconciler struct {
 	timerAt     time.Time     // when timer fires; zero when stopped
 	rearm       chan struct{} // the timer changed: run must look at it again
 	initialDone bool
+	// deferred: applied init results are not published yet; flushTimer
+	// publishes them (see deferPublish).
+	deferred   atomic.Bool
+	flushTimer clockTimer
 }
 
 // newReconciler returns a reconciler that stops working when ctx ends.
 func newReconciler(ctx context.Context, opts *Options, runner utilexec.Interface, dsw *desiredState, st *stats) *reconciler {
 	r := &reconciler{
 		ctx: ctx, opts: opts, runner: runner, dsw: dsw, stats: st,
-		asw:       map[string]*actualDriver{},
-		initProbs: map[string]string{},
-		dirProbs:  map[string]string{},
-		synced:    make(chan struct{}),
-		timer:     newClockTimer(opts.Clock),
-		rearm:     make(chan struct{}, 1),
+		asw:        map[string]*actualDriver{},
+		initProbs:  map[string]string{},
+		dirProbs:   map[string]string{},
+		synced:     make(chan struct{}),
+		timer:      newClockTimer(opts.Clock),
+		flushTimer: newClockTimer(opts.Clock),
+		rearm:      make(chan struct{}, 1),
 	}
 	r.exec = newExecutor(st, r.onResult)
 	r.cur.Store(newSnapshot(0, map[string]*Entry{}, map[string]string{}))
@@ -86,12 +91,14 @@ func (r *reconciler) run(ctx context.Context) {
 	r.kick()
 	for {
 		r.mu.Lock()
-		timerC := r.timer.C()
+		timerC, flushC := r.timer.C(), r.flushTimer.C()
 		r.mu.Unlock()
 		select {
 		case <-ctx.Done():
 			return
 		case <-r.rearm:
+		case <-flushC:
+			r.flushTimerFired()
 		case <-timerC:
 			r.mu.Lock()
 			r.timerAt = time.Time{}
@@ -111,7 +118,10 @@ func (r *reconciler) kick() {
 }
 
 // onResult applies an init result, publishes, and reconciles: the desired
-// state may have changed while the init ran.
+// state may have changed while the init ran. While other inits are still
+// running, it only looks at this result's driver and defers the publication
+// (see deferPublish), so that a batch of n inits costs O(n), not n full
+// passes over every driver.
 func (r *reconciler) onResult(res initResult) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -119,7 +129,15 @@ func (r *reconciler) onResult(res initResult) {
 	if r.ctx.Err() != nil {
 		return
 	}
-	if r.apply(r.ctx, res) {
+	changed := r.apply(r.ctx, res)
+	if !r.exec.idle() && r.opts.SettleWait > 0 {
+		now := r.opts.Clock.Now()
+		if r.reconcileDriver(r.ctx, res.want.name, now) || changed {
+			r.deferPublish()
+		}
+		return
+	}
+	if changed {
 		r.publish()
 	}
 	r.reconcile(r.ctx)
@@ -144,7 +162,7 @@ func (r *reconciler) reconcile(ctx context.Context) {
 			changed = r.gone(ctx, name, a, now) || changed
 		}
 	}
-	if changed {
+	if changed || r.deferred.Load() {
 		r.publish()
 	}
 	r.settleStart(now)
@@ -296,6 +314,8 @@ func (r *reconciler) publish() {
 	}
 	problems := maps.Clone(r.dirProbs)
 	maps.Copy(problems, r.initProbs)
+	r.deferred.Store(false)
+	r.flushTimer.stop()
 	prev := r.cur.Load()
 	r.cur.Store(newSnapshot(prev.Generation+1, entries, problems))
 	close(prev.next)

@@ -59,19 +59,29 @@ func (r *reconciler) emit(ctx context.Context, ev Event) {
 func (r *reconciler) armTimer(want desiredView, now time.Time) {
 	var next time.Time
 	for name, a := range r.asw {
-		var at time.Time
-		switch a.entry.State {
-		case StateInitFailed:
-			if d, ok := want.drivers[name]; ok && d.present && !r.exec.isRunning(name) {
-				at = a.retryAt
-			}
-		case StateRemoving:
-			at = a.checkAt
-		}
-		if !at.IsZero() && (next.IsZero() || at.Before(next)) {
+		if at := r.dueAt(name, a, want); !at.IsZero() && (next.IsZero() || at.Before(next)) {
 			next = at
 		}
 	}
+	r.setTimer(next, now)
+}
+
+// dueAt is when the reconciler must look at a loaded driver again: its next
+// init retry or in-use check; zero for none.
+func (r *reconciler) dueAt(name string, a *actualDriver, want desiredView) time.Time {
+	switch a.entry.State {
+	case StateInitFailed:
+		if d, ok := want.drivers[name]; ok && d.present && !r.exec.isRunning(name) {
+			return a.retryAt
+		}
+	case StateRemoving:
+		return a.checkAt
+	}
+	return time.Time{}
+}
+
+// setTimer makes the reconciler's timer fire at next (never when zero).
+func (r *reconciler) setTimer(next, now time.Time) {
 	if next.Equal(r.timerAt) {
 		return
 	}
@@ -80,6 +90,11 @@ func (r *reconciler) armTimer(want desiredView, now time.Time) {
 	if !next.IsZero() {
 		r.timer.reset(max(next.Sub(now), time.Millisecond))
 	}
+	r.wake()
+}
+
+// wake makes run look at its timers again.
+func (r *reconciler) wake() {
 	select {
 	case r.rearm <- struct{}{}:
 	default:

@@ -15,21 +15,25 @@ type Settling struct {
 	done     chan struct{}
 	deadline time.Time
 	clock    clock.Clock
+	// flush publishes the results applied so far.
+	flush func()
 }
 
 // Wait returns when the inits have been applied and published, or at the
-// deadline, whichever comes first.
+// deadline, whichever comes first. At the deadline, the results of the inits
+// that have finished are published before it returns.
 func (s *Settling) Wait() {
 	d := s.deadline.Sub(s.clock.Now())
-	if d <= 0 {
-		return
+	if d > 0 {
+		t := s.clock.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-s.done:
+			return
+		case <-t.C():
+		}
 	}
-	t := s.clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-s.done:
-	case <-t.C():
-	}
+	s.flush()
 }
 
 // settleStart records that inits are running, if not recorded yet. It is
@@ -38,7 +42,8 @@ func (r *reconciler) settleStart(now time.Time) {
 	if r.opts.SettleWait <= 0 || r.exec.idle() || r.settling.Load() != nil {
 		return
 	}
-	r.settling.Store(&Settling{done: make(chan struct{}), deadline: now.Add(r.opts.SettleWait), clock: r.opts.Clock})
+	r.settling.Store(&Settling{done: make(chan struct{}), deadline: now.Add(r.opts.SettleWait), clock: r.opts.Clock,
+		flush: r.flushDeferred})
 }
 
 // settleEnd releases waiters once no init runs. It is called under the

@@ -31,6 +31,7 @@ import (
 //
 //	go test -run XXX -bench 'Latency' -benchtime 100x ./pkg/kubelet/pluginwatcher
 //	go test -run XXX -bench 'Burst500' -benchtime 3x ./pkg/kubelet/pluginwatcher
+//	go test -run XXX -bench 'Burst1000' -benchtime 3x -count 3 ./pkg/kubelet/pluginwatcher
 //	go test -run XXX -bench 'Flood' -benchtime 1x ./pkg/kubelet/pluginwatcher
 //	go test -run XXX -bench 'HostileSockets' -benchtime 100x ./pkg/kubelet/pluginwatcher
 
