@@ -76,7 +76,11 @@ func (p *publisher) publish(ctx context.Context, node *v1.Node, hostname string,
 	if taken, err := p.State.PathTaken(node.Name, hostname, v.HostPath); err != nil || taken {
 		return err
 	}
-	if key, d, ok := taken.unwipedFor(node.Name, v.HostPath, v.Volume.ID); ok {
+	key, d, ok, err := taken.unwipedFor(node.Name, v.HostPath, v.Volume.ID)
+	if err != nil {
+		return err
+	}
+	if ok {
 		if who := taken.holder(v); who != "" {
 			// Already held (or published) under another path: one PV per disk.
 			p.skipDisk(node, v, "DiskAlreadyPublished", fmt.Sprintf("its disk (%s) is already behind %s; a disk is "+
