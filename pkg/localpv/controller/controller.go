@@ -107,6 +107,9 @@ type Informers struct {
 	// used (leave it nil and do not start it: the master then needs no
 	// right on admission policies).
 	AdmissionPolicies admissionregistrationinformers.ValidatingAdmissionPolicyInformer
+	// UnwipedDisks, when set, is the informer Options.Unwiped reads the
+	// memory from (unwiped.NewFromInformer): Run waits for it too.
+	UnwipedDisks cache.SharedIndexInformer
 }
 
 type controller struct {
@@ -216,6 +219,9 @@ func (c *controller) informerCaches(inf Informers) []informerCache {
 	caches := []informerCache{{"nodes", inf.Nodes.Informer()}, {"persistentvolumes", inf.PVs.Informer()},
 		{"storageclasses.storage.k8s.io", inf.StorageClasses.Informer()}, {"jobs.batch" + ns, inf.Jobs.Informer()},
 		{"pods" + ns, inf.Pods.Informer()}, {"nodediskstates.localpv.nodeplug.io", inf.Notifications}}
+	if inf.UnwipedDisks != nil {
+		caches = append(caches, informerCache{"unwipeddisks.localpv.nodeplug.io", inf.UnwipedDisks})
+	}
 	if inf.AdmissionPolicies != nil {
 		caches = append(caches, informerCache{"validatingadmissionpolicies.admissionregistration.k8s.io named " +
 			c.opts.AdmissionPolicyName, inf.AdmissionPolicies.Informer()})

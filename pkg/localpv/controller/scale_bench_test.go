@@ -182,7 +182,7 @@ func newScaleFixture(b *testing.B, n int) *scaleFixture {
 		Pods: factory.Core().V1().Pods(), Notifications: notif.ForResource(v1alpha1.SchemeGroupVersionResource).Informer(),
 		AdmissionPolicies: factory.Admissionregistration().V1().ValidatingAdmissionPolicies()}
 	clk := testingclock.NewFakeClock(start)
-	memory := unwipedtest.Store(dyn, kube, testNS, clk)
+	memory := unwipedtest.CachedStore(b, dyn, kube, testNS, clk, true)
 	ctx := klog.NewContext(b.Context(), klog.Background().V(10))
 	c, err := newController(ctx, kube, inf, &record.FakeRecorder{}, Options{Config: cfg,
 		ProvisionerName: "nodeplug.io/local-volume-provisioner", Clock: clk, Unwiped: memory,

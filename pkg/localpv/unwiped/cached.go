@@ -24,8 +24,10 @@ import (
 // disks that refine it (legacyIndexValue).
 const indexLegacy = "legacy"
 
-// errNotSynced means the cache of the memory has not listed it yet.
-var errNotSynced = errors.New("the memory of unwiped disks is not read yet (its UnwipedDisk cache has not synced)")
+// ErrNotSynced means the cache of the memory has not read it yet: a
+// master then publishes and drops nothing, as for any memory that cannot
+// be read.
+var ErrNotSynced = errors.New("the memory of unwiped disks is not read yet (its UnwipedDisk cache has not synced)")
 
 // mutationTTL is how long the store's own writes stand in front of its
 // cache: well past any lag of the watch.
@@ -37,6 +39,9 @@ const mutationTTL = 5 * time.Minute
 // up to date by the informer's events, so no read lists the memory.
 type cached struct {
 	inf cache.SharedIndexInformer
+	// handled is the event handler's registration: synced once the
+	// handler saw every entry of the first list.
+	handled cache.ResourceEventHandlerRegistration
 	// mc puts the store's own creates in front of the cache until the
 	// watch shows them: a disk remembered is found at once.
 	mc cache.MutationCache
@@ -60,7 +65,8 @@ func NewFromInformer(ctx context.Context, o Options, inf cache.SharedIndexInform
 	c.mc = cache.NewIntegerResourceVersionMutationCacheWithOptions(klog.FromContext(ctx), inf.GetIndexer(),
 		cache.MutationCacheOptions{Indexer: inf.GetIndexer(), TTL: mutationTTL, IncludeAdds: true, MaxCacheSize: 1000})
 	logger := klog.FromContext(ctx)
-	_, err := inf.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
+	var err error
+	c.handled, err = inf.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { s.observe(ctx, obj, true) },
 		UpdateFunc: func(_, obj any) { s.observe(ctx, obj, false) },
 		DeleteFunc: func(obj any) { c.remove(obj) },
@@ -153,8 +159,8 @@ func (c *cached) remove(obj any) {
 
 // ready says whether the cache can be read: synced, and every entry parses.
 func (c *cached) ready() error {
-	if !c.inf.HasSynced() {
-		return errNotSynced
+	if !c.inf.HasSynced() || !c.handled.HasSynced() {
+		return ErrNotSynced
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
