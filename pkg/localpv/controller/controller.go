@@ -140,6 +140,9 @@ type controller struct {
 	cleanup       cleanupjobs.Runner
 	publisher     publishing.Publisher
 
+	// missing counts the managed PVs whose disk is missing.
+	missing missingGauge
+
 	queue workqueue.TypedRateLimitingInterface[string]
 }
 
@@ -246,7 +249,6 @@ func (c *controller) Run(ctx context.Context, workers int) {
 		return
 	}
 	c.enqueueKnownNodes()
-	c.publisher.RecountMissing()
 	c.queue.Add(blockedClaimsKey)
 	var wg sync.WaitGroup
 	wg.Go(func() { wait.UntilWithContext(ctx, c.expireUnwiped, time.Hour) })

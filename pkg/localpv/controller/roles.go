@@ -46,7 +46,7 @@ func (c *controller) wireRoles(inf Informers) {
 		Requeue:          func(id string, after time.Duration) { c.queue.AddAfter(volKey(id), after) }})
 	c.publisher = publishing.New(publishing.Config{Provisioner: c.cfg,
 		ProvisionerName: opts.ProvisionerName, OwnerName: c.ownerName(), Kube: c.kube, State: state{c},
-		PVs: c.pvLister, Classes: c.scLister, Ops: c.ops, Marks: c.marks, Unwiped: c.unwiped, Recorder: c.recorder, Clock: opts.Clock,
+		Classes: c.scLister, Ops: c.ops, Marks: c.marks, Unwiped: c.unwiped, Recorder: c.recorder, Clock: opts.Clock,
 		MarksChanged: func() { c.queue.Add(blockedClaimsKey) }, VolumeChanged: func(id string) { c.queue.Add(volKey(id)) }})
 }
 
