@@ -26,7 +26,7 @@ func (c *controller) wireRoles(inf Informers) {
 	c.ops = pvops.New(c.kube, c.recorder, opts.Clock)
 	c.marks = pvstate.New(c.kube.CoreV1(), opts.Clock)
 	c.inventory = inventory.New(opts.Notifications, opts.Clock)
-	policy := blockedclaims.Config{PVs: c.pvLister, Owns: c.owns, Claims: c.kube.CoreV1(),
+	policy := blockedclaims.Config{PVs: markedPVs{c}, Owns: c.owns, Claims: c.kube.CoreV1(),
 		PolicyClient: c.kube.AdmissionregistrationV1(), PolicyName: opts.AdmissionPolicyName, Recorder: c.recorder}
 	if inf.AdmissionPolicies != nil { // nil under ReplacedMachineWarn: nothing is blocked
 		policy.Policies = inf.AdmissionPolicies.Lister()
@@ -80,3 +80,12 @@ func (s state) PathLocked(node, path string) (bool, error) { return s.c.pathLock
 func (s state) CleanupLocked(id string) (bool, error) { return s.c.cleanupLocked(id) }
 
 func (s state) CleanupJobs(id string) ([]*batchv1.Job, error) { return s.c.cleanupJobs(id) }
+
+// markedPVs finds the marked PVs and a node's PVs for the policy writer.
+type markedPVs struct{ c *controller }
+
+func (m markedPVs) Marked() ([]*v1.PersistentVolume, error) { return m.c.byIndex(indexMarked, "true") }
+
+func (m markedPVs) OnNode(node string) ([]*v1.PersistentVolume, error) {
+	return m.c.byIndex(indexNode, node)
+}
