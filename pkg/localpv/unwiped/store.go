@@ -33,14 +33,16 @@ import (
 // it: `kubectl delete -k deploy/local-volume-provisioner` keeps it.
 const CRDManifest = "deploy/local-volume-provisioner/memory/crd.yaml"
 
-// MaxEntries bounds the memory. Every sync that publishes on a node reads
-// all of it (an object takes about 1 KiB, so 10,000 make a 10 MiB list),
-// and a cluster with more disks dropped unwiped than that needs an admin
-// more than a longer memory. A disk that would cross it is not
-// remembered, and its PV is not dropped: it stays, with an error, until
-// entries are wiped, expired or forgotten. Two masters remembering at once
-// may each add one disk past it.
-const MaxEntries = 10000
+// MaxEntries bounds the memory unless Options.MaxEntries sets another
+// bound. A master reads it from its cache, by key and legacy form, so a
+// sync costs the same however many entries there are; the cache holds
+// about 2 KiB an entry (BenchmarkMemoryPerEntry), so a full memory takes
+// about 200 MiB of the master's memory, and a cluster with more disks
+// dropped unwiped than that needs an admin more than a longer memory. A
+// disk that would cross it is not remembered, and its PV is not dropped: it
+// stays, with an error, until entries are wiped, expired or forgotten. Two
+// masters remembering at once may each add one disk past it.
+const MaxEntries = 100000
 
 // ErrMissing means the memory cannot be read as such: the apiserver does
 // not serve UnwipedDisks (their CRD is not installed). Whatever it held is
@@ -48,7 +50,7 @@ const MaxEntries = 10000
 // restores it (docs/local-volume-provisioner.md, "Unwiped disks").
 var ErrMissing = errors.New("the memory of unwiped disks is missing")
 
-// ErrFull means a disk would take the memory past MaxEntries.
+// ErrFull means a disk would take the memory past its bound (MaxEntries).
 var ErrFull = errors.New("the memory of unwiped disks is full")
 
 // Disk is one remembered disk.
@@ -104,6 +106,8 @@ type Options struct {
 	Clock clock.PassiveClock
 	// Recorder, when set, gets an Event on an entry someone deleted.
 	Recorder record.EventRecorder
+	// MaxEntries bounds the memory; zero means MaxEntries.
+	MaxEntries int
 }
 
 type store struct {
@@ -122,7 +126,10 @@ func New(o Options) Store {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	metrics.UnwipedMemoryLimit.Set(MaxEntries)
+	if o.MaxEntries <= 0 {
+		o.MaxEntries = MaxEntries
+	}
+	metrics.UnwipedMemoryLimit.Set(float64(o.MaxEntries))
 	return &store{Options: o, deleting: map[string]bool{}}
 }
 
@@ -280,8 +287,8 @@ func (s *store) add(ctx context.Context, d Disk, since time.Time) (bool, error) 
 	if known {
 		return false, nil // remembered already, since then
 	}
-	if n >= MaxEntries {
-		return false, fmt.Errorf("%w: %d entries of at most %d", ErrFull, n, MaxEntries)
+	if n >= s.MaxEntries {
+		return false, fmt.Errorf("%w: %d entries of at most %d", ErrFull, n, s.MaxEntries)
 	}
 	added, err := s.create(ctx, d, since, nil)
 	if added {
