@@ -126,6 +126,7 @@ type controller struct {
 	jobLister  batchlisters.JobLister
 	jobIndexer cache.Indexer
 	podLister  corelisters.PodLister
+	jobPods    jobs.JobPods
 	unwiped    unwiped.Store
 	memory     memoryGate
 	// notifications is the NodeDiskState cache, by node name.
@@ -207,6 +208,10 @@ func newController(ctx context.Context, kube kubernetes.Interface, inf Informers
 	if err := inf.Jobs.Informer().AddIndexers(jobIndexers); err != nil {
 		return nil, fmt.Errorf("failed to add Job indexers: %w", err)
 	}
+	if err := inf.Pods.Informer().AddIndexers(jobs.PodIndexers); err != nil {
+		return nil, fmt.Errorf("failed to add pod indexers: %w", err)
+	}
+	c.jobPods = jobs.PodsByIndex(inf.Pods.Informer().GetIndexer())
 	c.wireRoles(inf)
 	if err := c.addHandlers(klog.FromContext(ctx), inf); err != nil {
 		return nil, err

@@ -36,11 +36,11 @@ func (c *controller) wireRoles(inf Informers) {
 		Recorder: c.recorder, BlockPods: opts.ReplacedMachinePolicy == ReplacedMachineBlockPods,
 		MarksChanged: func() { c.queue.Add(blockedClaimsKey) }})
 	c.discovery = discoveryjobs.New(discoveryjobs.Config{Provisioner: c.cfg, Params: opts.Jobs, Client: c.kube.BatchV1(),
-		Jobs: c.jobLister, Pods: c.podLister, Recorder: c.recorder, Clock: opts.Clock, QPS: opts.DiscoveryQPS,
+		Jobs: c.jobLister, Pods: c.jobPods, Recorder: c.recorder, Clock: opts.Clock, QPS: opts.DiscoveryQPS,
 		Burst: opts.DiscoveryBurst, RetryBase: opts.RetryBase, RetryMax: opts.RetryMax, HeldPaths: c.heldPaths,
 		Requeue: func(node string, after time.Duration) { c.queue.AddAfter(nodeKey(node), after) }, Consumer: c})
 	c.cleanup = cleanupjobs.New(cleanupjobs.Config{Provisioner: c.cfg, Params: opts.Jobs, Kube: c.kube,
-		Volumes: volumes{c}, Nodes: c.nodeLister, Pods: c.podLister, Ops: c.ops, Marks: c.marks, Unwiped: c.unwiped,
+		Volumes: volumes{c}, Nodes: c.nodeLister, Pods: c.jobPods, Ops: c.ops, Marks: c.marks, Unwiped: c.unwiped,
 		Recorder: c.recorder, Clock: opts.Clock, RetryBase: opts.RetryBase, RetryMax: opts.RetryMax,
 		RequestDiscovery: c.requestDiscovery,
 		Requeue:          func(id string, after time.Duration) { c.queue.AddAfter(volKey(id), after) }})
