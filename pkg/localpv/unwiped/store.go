@@ -277,7 +277,7 @@ func (s *store) Remember(ctx context.Context, pv *v1.PersistentVolume, reason st
 	return nil
 }
 
-// add creates the entry of d unless it exists. The memory is read whole
+// add creates the entry of d unless it exists. The memory is checked
 // first: a broken one is not written to, and a full one refuses d.
 func (s *store) add(ctx context.Context, d Disk, since time.Time) (bool, error) {
 	known, n, err := s.known(ctx, Key(d.Node, d.Path, d.ID))
