@@ -173,9 +173,17 @@ func runController(ctx context.Context, o *options.MasterOptions, cfg *config.Co
 		inf.AdmissionPolicies = policy.Admissionregistration().V1().ValidatingAdmissionPolicies()
 	}
 	// One memory of unwiped disks for the master and the release of claims
-	// on deleted nodes.
-	memory := unwiped.New(unwiped.Options{Disks: dyn.Resource(v1alpha1.UnwipedDiskGroupVersionResource), Kube: kube,
-		Namespace: o.Namespace, Provisioner: o.ProvisionerName, Recorder: recorder})
+	// on deleted nodes, read from its cache: a report looks up its disks,
+	// not the whole memory.
+	inf.UnwipedDisks = notif.ForResource(v1alpha1.UnwipedDiskGroupVersionResource).Informer()
+	if err := inf.UnwipedDisks.SetTransform(stripManagedFields); err != nil {
+		return err
+	}
+	memory, err := unwiped.NewFromInformer(ctx, unwiped.Options{Disks: dyn.Resource(v1alpha1.UnwipedDiskGroupVersionResource),
+		Kube: kube, Namespace: o.Namespace, Provisioner: o.ProvisionerName, Recorder: recorder}, inf.UnwipedDisks)
+	if err != nil {
+		return err
+	}
 	c, err := controller.New(ctx, kube, inf, recorder, controller.Options{
 		Config: cfg, ProvisionerName: o.ProvisionerName, DiscoveryQPS: o.DiscoveryQPS, DiscoveryBurst: o.DiscoveryBurst,
 		RetryBase: o.RetryBase, RetryMax: o.RetryMax, ReplacedMachinePolicy: o.ReplacedMachinePolicy, AdmissionPolicyName: o.AdmissionPolicy, Notifications: dyn.Resource(v1alpha1.SchemeGroupVersionResource),

@@ -113,8 +113,9 @@ func TestMasterRightsFollowClasses(t *testing.T) {
 				t.Error("patch persistentvolumeclaims/status not allowed: replaced disks and machines cannot mark their claims DataLoss")
 			}
 			// The memory of unwiped disks, shared by every installation:
-			// remember (create), hold (list), forget (update, delete).
-			for _, verb := range []string{"get", "list", "create", "update", "delete"} {
+			// remember (create), hold (list, and watch for the cache it
+			// is read from), forget (update, delete).
+			for _, verb := range []string{"get", "list", "watch", "create", "update", "delete"} {
 				if got := allows("unwipeddisks", verb); !slices.Equal(got, []string{"*"}) {
 					t.Errorf("%s unwipeddisks allowed on %v, want every entry", verb, got)
 				}

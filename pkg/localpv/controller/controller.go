@@ -107,6 +107,9 @@ type Informers struct {
 	// used (leave it nil and do not start it: the master then needs no
 	// right on admission policies).
 	AdmissionPolicies admissionregistrationinformers.ValidatingAdmissionPolicyInformer
+	// UnwipedDisks, when set, is the informer Options.Unwiped reads the
+	// memory from (unwiped.NewFromInformer): Run waits for it too.
+	UnwipedDisks cache.SharedIndexInformer
 }
 
 type controller struct {
@@ -123,6 +126,7 @@ type controller struct {
 	jobLister  batchlisters.JobLister
 	jobIndexer cache.Indexer
 	podLister  corelisters.PodLister
+	jobPods    jobs.JobPods
 	unwiped    unwiped.Store
 	memory     memoryGate
 	// notifications is the NodeDiskState cache, by node name.
@@ -136,6 +140,9 @@ type controller struct {
 	discovery     discoveryjobs.Runner
 	cleanup       cleanupjobs.Runner
 	publisher     publishing.Publisher
+
+	// missing counts the managed PVs whose disk is missing.
+	missing missingGauge
 
 	queue workqueue.TypedRateLimitingInterface[string]
 }
@@ -201,6 +208,10 @@ func newController(ctx context.Context, kube kubernetes.Interface, inf Informers
 	if err := inf.Jobs.Informer().AddIndexers(jobIndexers); err != nil {
 		return nil, fmt.Errorf("failed to add Job indexers: %w", err)
 	}
+	if err := inf.Pods.Informer().AddIndexers(jobs.PodIndexers); err != nil {
+		return nil, fmt.Errorf("failed to add pod indexers: %w", err)
+	}
+	c.jobPods = jobs.PodsByIndex(inf.Pods.Informer().GetIndexer())
 	c.wireRoles(inf)
 	if err := c.addHandlers(klog.FromContext(ctx), inf); err != nil {
 		return nil, err
@@ -216,6 +227,9 @@ func (c *controller) informerCaches(inf Informers) []informerCache {
 	caches := []informerCache{{"nodes", inf.Nodes.Informer()}, {"persistentvolumes", inf.PVs.Informer()},
 		{"storageclasses.storage.k8s.io", inf.StorageClasses.Informer()}, {"jobs.batch" + ns, inf.Jobs.Informer()},
 		{"pods" + ns, inf.Pods.Informer()}, {"nodediskstates.localpv.nodeplug.io", inf.Notifications}}
+	if inf.UnwipedDisks != nil {
+		caches = append(caches, informerCache{"unwipeddisks.localpv.nodeplug.io", inf.UnwipedDisks})
+	}
 	if inf.AdmissionPolicies != nil {
 		caches = append(caches, informerCache{"validatingadmissionpolicies.admissionregistration.k8s.io named " +
 			c.opts.AdmissionPolicyName, inf.AdmissionPolicies.Informer()})
@@ -240,7 +254,6 @@ func (c *controller) Run(ctx context.Context, workers int) {
 		return
 	}
 	c.enqueueKnownNodes()
-	c.publisher.RecountMissing()
 	c.queue.Add(blockedClaimsKey)
 	var wg sync.WaitGroup
 	wg.Go(func() { wait.UntilWithContext(ctx, c.expireUnwiped, time.Hour) })

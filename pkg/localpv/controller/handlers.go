@@ -30,12 +30,19 @@ func (c *controller) addHandlers(logger klog.Logger, inf Informers) error {
 			DeleteFunc: func(obj interface{}) { c.onNodeDelete(obj) },
 		}},
 		{"persistentvolumes", inf.PVs.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc: c.onPV,
+			AddFunc: func(obj interface{}) {
+				c.onPV(obj)
+				c.missing.count(nil, obj)
+			},
 			UpdateFunc: func(old, obj interface{}) {
 				c.onPV(obj)
 				c.onMarkedPV(old)
+				c.missing.count(old, obj)
 			},
-			DeleteFunc: c.onPV,
+			DeleteFunc: func(obj interface{}) {
+				c.onPV(obj)
+				c.missing.count(obj, nil)
+			},
 		}},
 		{"jobs", inf.Jobs.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc:    c.onJob,

@@ -21,6 +21,9 @@ const (
 	// indexHostname maps a hostname to every local PV pinned to it,
 	// whoever published it.
 	indexHostname = "hostname"
+	// indexMarked holds, under "true", the managed PVs labelled
+	// machine-replaced or disk-replaced: those whose claims are blocked.
+	indexMarked = "marked"
 )
 
 var pvIndexers = cache.Indexers{
@@ -55,6 +58,13 @@ var pvIndexers = cache.Indexers{
 			out = append(out, hostPathKey(h, pv.Spec.Local.Path))
 		}
 		return out, nil
+	},
+	indexMarked: func(obj interface{}) ([]string, error) {
+		if pv, ok := obj.(*v1.PersistentVolume); ok && managed(pv) &&
+			(pv.Labels[jobs.LabelMachineReplaced] == "true" || pv.Labels[jobs.LabelDiskReplaced] == "true") {
+			return []string{"true"}, nil
+		}
+		return nil, nil
 	},
 	indexHostname: func(obj interface{}) ([]string, error) {
 		pv, ok := obj.(*v1.PersistentVolume)
@@ -241,4 +251,17 @@ func (c *controller) cleanupLocked(id string) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// byIndex returns the PVs under one index value, whoever's they are.
+func (c *controller) byIndex(index, value string) ([]*v1.PersistentVolume, error) {
+	objs, err := c.pvIndexer.ByIndex(index, value)
+	if err != nil {
+		return nil, fmt.Errorf("failed to look up PVs by %s: %w", index, err)
+	}
+	out := make([]*v1.PersistentVolume, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.(*v1.PersistentVolume))
+	}
+	return out, nil
 }

@@ -34,7 +34,7 @@ func (c *controller) checkMemory(ctx context.Context) error {
 	if g.err == nil && !g.checked.IsZero() && now.Sub(g.checked) < memoryCheckInterval {
 		return nil
 	}
-	_, err := c.unwiped.Load(ctx)
+	err := c.unwiped.Check(ctx)
 	if err != nil {
 		err = fmt.Errorf("the master publishes, wipes and drops nothing until the memory of unwiped disks can be read: %w", err)
 		if g.err == nil {

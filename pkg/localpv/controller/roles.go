@@ -26,7 +26,7 @@ func (c *controller) wireRoles(inf Informers) {
 	c.ops = pvops.New(c.kube, c.recorder, opts.Clock)
 	c.marks = pvstate.New(c.kube.CoreV1(), opts.Clock)
 	c.inventory = inventory.New(opts.Notifications, opts.Clock)
-	policy := blockedclaims.Config{PVs: c.pvLister, Owns: c.owns, Claims: c.kube.CoreV1(),
+	policy := blockedclaims.Config{PVs: markedPVs{c}, Owns: c.owns, Claims: c.kube.CoreV1(),
 		PolicyClient: c.kube.AdmissionregistrationV1(), PolicyName: opts.AdmissionPolicyName, Recorder: c.recorder}
 	if inf.AdmissionPolicies != nil { // nil under ReplacedMachineWarn: nothing is blocked
 		policy.Policies = inf.AdmissionPolicies.Lister()
@@ -36,17 +36,17 @@ func (c *controller) wireRoles(inf Informers) {
 		Recorder: c.recorder, BlockPods: opts.ReplacedMachinePolicy == ReplacedMachineBlockPods,
 		MarksChanged: func() { c.queue.Add(blockedClaimsKey) }})
 	c.discovery = discoveryjobs.New(discoveryjobs.Config{Provisioner: c.cfg, Params: opts.Jobs, Client: c.kube.BatchV1(),
-		Jobs: c.jobLister, Pods: c.podLister, Recorder: c.recorder, Clock: opts.Clock, QPS: opts.DiscoveryQPS,
+		Jobs: c.jobLister, Pods: c.jobPods, Recorder: c.recorder, Clock: opts.Clock, QPS: opts.DiscoveryQPS,
 		Burst: opts.DiscoveryBurst, RetryBase: opts.RetryBase, RetryMax: opts.RetryMax, HeldPaths: c.heldPaths,
 		Requeue: func(node string, after time.Duration) { c.queue.AddAfter(nodeKey(node), after) }, Consumer: c})
 	c.cleanup = cleanupjobs.New(cleanupjobs.Config{Provisioner: c.cfg, Params: opts.Jobs, Kube: c.kube,
-		Volumes: volumes{c}, Nodes: c.nodeLister, Pods: c.podLister, Ops: c.ops, Marks: c.marks, Unwiped: c.unwiped,
+		Volumes: volumes{c}, Nodes: c.nodeLister, Pods: c.jobPods, Ops: c.ops, Marks: c.marks, Unwiped: c.unwiped,
 		Recorder: c.recorder, Clock: opts.Clock, RetryBase: opts.RetryBase, RetryMax: opts.RetryMax,
 		RequestDiscovery: c.requestDiscovery,
 		Requeue:          func(id string, after time.Duration) { c.queue.AddAfter(volKey(id), after) }})
 	c.publisher = publishing.New(publishing.Config{Provisioner: c.cfg,
 		ProvisionerName: opts.ProvisionerName, OwnerName: c.ownerName(), Kube: c.kube, State: state{c},
-		PVs: c.pvLister, Classes: c.scLister, Ops: c.ops, Marks: c.marks, Unwiped: c.unwiped, Recorder: c.recorder, Clock: opts.Clock,
+		Classes: c.scLister, Ops: c.ops, Marks: c.marks, Unwiped: c.unwiped, Recorder: c.recorder, Clock: opts.Clock,
 		MarksChanged: func() { c.queue.Add(blockedClaimsKey) }, VolumeChanged: func(id string) { c.queue.Add(volKey(id)) }})
 }
 
@@ -80,3 +80,12 @@ func (s state) PathLocked(node, path string) (bool, error) { return s.c.pathLock
 func (s state) CleanupLocked(id string) (bool, error) { return s.c.cleanupLocked(id) }
 
 func (s state) CleanupJobs(id string) ([]*batchv1.Job, error) { return s.c.cleanupJobs(id) }
+
+// markedPVs finds the marked PVs and a node's PVs for the policy writer.
+type markedPVs struct{ c *controller }
+
+func (m markedPVs) Marked() ([]*v1.PersistentVolume, error) { return m.c.byIndex(indexMarked, "true") }
+
+func (m markedPVs) OnNode(node string) ([]*v1.PersistentVolume, error) {
+	return m.c.byIndex(indexNode, node)
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -71,6 +72,12 @@ func TestLegacyIdentities(t *testing.T) {
 			}
 			if got := Refines(tc.recorded, tc.current); got != tc.refines {
 				t.Errorf("Refines(%q, %q) = %v, want %v", tc.recorded, tc.current, got, tc.refines)
+			}
+			// The index of a memory of disks finds each legacy record
+			// that the disk found refines (TestLegacyBaseFindsRefined).
+			if tc.refines && !slices.Contains(RefinedBases(tc.current), LegacyBase(tc.recorded)) {
+				t.Errorf("LegacyBase(%q) = %q is not among RefinedBases(%q) = %q", tc.recorded, LegacyBase(tc.recorded),
+					tc.current, RefinedBases(tc.current))
 			}
 			if SameDisk(tc.recorded, tc.current) && tc.want != Same {
 				t.Error("SameDisk")
@@ -207,6 +214,40 @@ func TestPlaceholder(t *testing.T) {
 	} {
 		if got := Placeholder(tc.serial); got != tc.want {
 			t.Errorf("Placeholder(%q) = %v, want %v", tc.serial, got, tc.want)
+		}
+	}
+}
+
+// TestLegacyBaseFindsRefined: over every pair of a mix of identities, a
+// recorded one that another refines shares its LegacyBase with that one's
+// RefinedBases, so that an index by it misses no legacy record; an
+// identity in no legacy form has no base.
+func TestLegacyBaseFindsRefined(t *testing.T) {
+	const u = "1b4e28ba-2fa1-11d2-883f-0016d3cca427"
+	ns := NVMeNamespace{NSID: "2", UUID: "4f1c9a3e-5b6d-4c7e-8f90-a1b2c3d4e5f6"}
+	ids := []ID{FileHandle(1, rootHandle), FileHandle(1, dirHandle), FS(u, 1, rootHandle), FS(u, 1, dirHandle),
+		OSFS(u, 1, dirHandle, machineA), OSFS(u, 1, rootHandle, machineB), FileHandleOnDisk(1, rootHandle, WWN("naa.1")),
+		LocalFileHandle(0, 52, 1, dirHandle), Serial("QEMU NVMe Ctrl", "dead:beef", 1<<30), NVMe("QEMU NVMe Ctrl", "dead:beef", 1<<30, ns),
+		NVMe("QEMU NVMe Ctrl", "feedface", 1<<30, ns), WWN("naa.600a"), WWNSerial("naa.600a", "SN:1"), WWNSerial("naa.600b", "SN1"),
+		Loop("/var/a.img", 0, 0), Partition(WWN("naa.1"), 1<<20, 1<<30)}
+	refined := 0
+	for _, r := range ids {
+		for _, c := range ids {
+			if !Refines(r, c) {
+				continue
+			}
+			refined++
+			if b := LegacyBase(r); b == "" || !slices.Contains(RefinedBases(c), b) {
+				t.Errorf("%q refines %q, but LegacyBase %q is not among RefinedBases %q", c, r, b, RefinedBases(c))
+			}
+		}
+	}
+	if refined < 6 {
+		t.Errorf("only %d pairs refine: the test checks too little", refined)
+	}
+	for _, id := range []ID{OSFS(u, 1, dirHandle, machineA), Loop("/var/a.img", 0, 0), WWNSerial("naa.600a", "SN1"), ""} {
+		if b := LegacyBase(id); b != "" {
+			t.Errorf("LegacyBase(%q) = %q, want none", id, b)
 		}
 	}
 }

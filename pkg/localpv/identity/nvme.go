@@ -171,3 +171,52 @@ func handleOf(kind, rest string) string {
 	}
 	return ""
 }
+
+// LegacyBase returns what a recorded identity in a legacy form has in
+// common with every identity that refines it (Refines), or "" when none can:
+// Refines(recorded, current) implies that LegacyBase(recorded) is one of
+// RefinedBases(current). A memory of disks indexed by it finds the legacy
+// records of a disk without reading every record.
+func LegacyBase(recorded ID) string {
+	k, rest, _ := strings.Cut(string(recorded), ":")
+	switch k {
+	case KindWWN:
+		if w, s := wwnFields(rest); s == "" {
+			return KindWWN + ":" + w
+		}
+	case KindFileHandle:
+		if rest != "" {
+			return KindFileHandle + ":" + rest
+		}
+	case KindFS:
+		return KindFS + ":" + rest
+	case KindSerial:
+		return string(recorded)
+	}
+	return ""
+}
+
+// RefinedBases returns the LegacyBase of each legacy form that current
+// refines.
+func RefinedBases(current ID) []string {
+	k, rest, _ := strings.Cut(string(current), ":")
+	var out []string
+	if k == KindWWN {
+		if w, s := wwnFields(rest); s != "" {
+			out = append(out, KindWWN+":"+w)
+		}
+	}
+	if h := handleOf(k, rest); h != "" {
+		out = append(out, KindFileHandle+":"+h)
+	}
+	f := strings.Split(rest, ":")
+	switch {
+	case k == KindOSFS && len(f) == 3:
+		out = append(out, KindFS+":"+f[0]+":"+f[1])
+	case k == KindNVMe && len(f) >= 4:
+		if size, err := strconv.ParseInt(f[2], 10, 64); err == nil {
+			out = append(out, string(Serial(unesc(f[0]), unesc(f[1]), size)))
+		}
+	}
+	return out
+}

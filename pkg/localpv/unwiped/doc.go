@@ -20,6 +20,14 @@
 // and entries of nodes gone from the cluster expire after a retention
 // (Store.Expire).
 //
+// A master reads the memory from an informer's cache (NewFromInformer): a
+// report looks its disks up by key and by the legacy forms they refine
+// (Candidates), and the check every sync makes (Check) asks the apiserver
+// for one entry and reads what the cache's events keep (synced, entries that
+// do not parse, the count); neither lists the memory. The store's own
+// creates stand in front of the cache until its watch shows them. A store
+// made with New reads the apiserver each time (tests, tools).
+//
 // A master that finds the legacy ConfigMap (LegacyConfigMapName) in its
 // namespace moves every entry into UnwipedDisks, labelled with its old key
 // (LabelLegacyKey, which Forget also accepts), then deletes the ConfigMap;

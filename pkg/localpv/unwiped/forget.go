@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
@@ -45,8 +46,10 @@ func (s *store) Forget(ctx context.Context, key string) error {
 // whether the entry existed.
 func (s *store) forget(ctx context.Context, name string) (bool, error) {
 	found := false
+	var u *unstructured.Unstructured
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		u, err := s.Disks.Get(ctx, name, metav1.GetOptions{})
+		var err error
+		u, err = s.Disks.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -73,6 +76,9 @@ func (s *store) forget(ctx context.Context, name string) (bool, error) {
 	}
 	if err := s.Disks.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return true, fmt.Errorf("failed to delete UnwipedDisk %s: %w", name, err)
+	}
+	if s.cache != nil {
+		s.cache.mc.OnDelete(u)
 	}
 	s.mu.Lock()
 	delete(s.deleting, name)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -32,14 +33,16 @@ import (
 // it: `kubectl delete -k deploy/local-volume-provisioner` keeps it.
 const CRDManifest = "deploy/local-volume-provisioner/memory/crd.yaml"
 
-// MaxEntries bounds the memory. Every sync that publishes on a node reads
-// all of it (an object takes about 1 KiB, so 10,000 make a 10 MiB list),
-// and a cluster with more disks dropped unwiped than that needs an admin
-// more than a longer memory. A disk that would cross it is not
-// remembered, and its PV is not dropped: it stays, with an error, until
-// entries are wiped, expired or forgotten. Two masters remembering at once
-// may each add one disk past it.
-const MaxEntries = 10000
+// MaxEntries bounds the memory unless Options.MaxEntries sets another
+// bound. A master reads it from its cache, by key and legacy form, so a
+// sync costs the same however many entries there are; the cache holds
+// about 2 KiB an entry (BenchmarkMemoryPerEntry), so a full memory takes
+// about 200 MiB of the master's memory, and a cluster with more disks
+// dropped unwiped than that needs an admin more than a longer memory. A
+// disk that would cross it is not remembered, and its PV is not dropped: it
+// stays, with an error, until entries are wiped, expired or forgotten. Two
+// masters remembering at once may each add one disk past it.
+const MaxEntries = 100000
 
 // ErrMissing means the memory cannot be read as such: the apiserver does
 // not serve UnwipedDisks (their CRD is not installed). Whatever it held is
@@ -47,7 +50,7 @@ const MaxEntries = 10000
 // restores it (docs/local-volume-provisioner.md, "Unwiped disks").
 var ErrMissing = errors.New("the memory of unwiped disks is missing")
 
-// ErrFull means a disk would take the memory past MaxEntries.
+// ErrFull means a disk would take the memory past its bound (MaxEntries).
 var ErrFull = errors.New("the memory of unwiped disks is full")
 
 // Disk is one remembered disk.
@@ -66,8 +69,19 @@ type Disk struct {
 // publish and drop nothing: a memory that cannot be read, is missing or
 // holds an entry that does not parse never counts as "nothing unwiped".
 type Store interface {
-	// Load returns the remembered disks by key, of every installation.
+	// Load returns the remembered disks by key, of every installation. It
+	// reads the whole memory: for a sync that looks up a few disks, use
+	// Candidates.
 	Load(ctx context.Context) (map[string]Disk, error)
+	// Check returns nil when the memory can be read: an error when it is
+	// missing, not read yet, or holds an entry that does not parse.
+	Check(ctx context.Context) error
+	// Candidates returns, by key, the remembered disks that a disk of id
+	// found on node at path may be: the entry of its key, and those of the
+	// legacy forms of id (identity.Refines) recorded on any node (strong)
+	// or on node at path (weak). The caller decides which one it is. It
+	// fails as Load does.
+	Candidates(ctx context.Context, node, path string, id identity.ID) (map[string]Disk, error)
 	// Remember records the disk of a released PV dropped without a wipe. A
 	// PV without a recorded disk identity, or never claimed, is not
 	// recorded.
@@ -92,10 +106,15 @@ type Options struct {
 	Clock clock.PassiveClock
 	// Recorder, when set, gets an Event on an entry someone deleted.
 	Recorder record.EventRecorder
+	// MaxEntries bounds the memory; zero means MaxEntries.
+	MaxEntries int
 }
 
 type store struct {
 	Options
+	// cache, when set, is where the memory is read (NewFromInformer);
+	// otherwise every read lists the apiserver.
+	cache    *cached
 	mu       sync.Mutex
 	migrated bool
 	// deleting are the entries whose deletion was already logged.
@@ -107,7 +126,10 @@ func New(o Options) Store {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	metrics.UnwipedMemoryLimit.Set(MaxEntries)
+	if o.MaxEntries <= 0 {
+		o.MaxEntries = MaxEntries
+	}
+	metrics.UnwipedMemoryLimit.Set(float64(o.MaxEntries))
 	return &store{Options: o, deleting: map[string]bool{}}
 }
 
@@ -133,7 +155,42 @@ func (s *store) Load(ctx context.Context) (map[string]Disk, error) {
 	if err := s.migrate(ctx); err != nil {
 		return nil, err
 	}
+	if s.cache != nil {
+		return s.loadCached()
+	}
 	return s.list(ctx)
+}
+
+func (s *store) Check(ctx context.Context) error {
+	if err := s.migrate(ctx); err != nil {
+		return err
+	}
+	if s.cache != nil {
+		return s.checkCached(ctx)
+	}
+	_, err := s.list(ctx)
+	return err
+}
+
+func (s *store) Candidates(ctx context.Context, node, path string, id identity.ID) (map[string]Disk, error) {
+	if err := s.migrate(ctx); err != nil {
+		return nil, err
+	}
+	if s.cache != nil {
+		return s.candidatesCached(node, path, id)
+	}
+	all, err := s.list(ctx)
+	if err != nil {
+		return nil, err
+	}
+	key, queries := Key(node, path, id), legacyQueries(node, path, id)
+	out := map[string]Disk{}
+	for k, d := range all {
+		if v := legacyIndexValue(d.ID, d.Node, d.Path); k == key || v != "" && slices.Contains(queries, v) {
+			out[k] = d
+		}
+	}
+	return out, nil
 }
 
 // list reads every entry. One that does not parse, or whose name is not
@@ -220,24 +277,42 @@ func (s *store) Remember(ctx context.Context, pv *v1.PersistentVolume, reason st
 	return nil
 }
 
-// add creates the entry of d unless it exists. The memory is read whole
+// add creates the entry of d unless it exists. The memory is checked
 // first: a broken one is not written to, and a full one refuses d.
 func (s *store) add(ctx context.Context, d Disk, since time.Time) (bool, error) {
-	all, err := s.Load(ctx)
+	known, n, err := s.known(ctx, Key(d.Node, d.Path, d.ID))
 	if err != nil {
 		return false, err
 	}
-	if _, ok := all[Key(d.Node, d.Path, d.ID)]; ok {
+	if known {
 		return false, nil // remembered already, since then
 	}
-	if len(all) >= MaxEntries {
-		return false, fmt.Errorf("%w: %d entries of at most %d", ErrFull, len(all), MaxEntries)
+	if n >= s.MaxEntries {
+		return false, fmt.Errorf("%w: %d entries of at most %d", ErrFull, n, s.MaxEntries)
 	}
 	added, err := s.create(ctx, d, since, nil)
 	if added {
-		metrics.UnwipedMemory.Set(float64(len(all) + 1))
+		metrics.UnwipedMemory.Set(float64(n + 1))
 	}
 	return added, err
+}
+
+// known reports whether the memory holds key, and how many entries it
+// holds; it fails on a memory that cannot be read.
+func (s *store) known(ctx context.Context, key string) (bool, int, error) {
+	if s.cache == nil {
+		all, err := s.Load(ctx)
+		_, ok := all[key]
+		return ok, len(all), err
+	}
+	if err := s.migrate(ctx); err != nil {
+		return false, 0, err
+	}
+	if err := s.cache.ready(); err != nil {
+		return false, 0, err
+	}
+	_, ok, err := s.cache.mc.GetByKey(key)
+	return ok, s.cache.size(), err
 }
 
 // create creates the entry of d, guarded by the finalizer. It reports
@@ -259,11 +334,15 @@ func (s *store) create(ctx context.Context, d Disk, since time.Time, labels map[
 	if err != nil {
 		return false, err
 	}
-	if _, err := s.Disks.Create(ctx, u, metav1.CreateOptions{}); err != nil {
+	created, err := s.Disks.Create(ctx, u, metav1.CreateOptions{})
+	if err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return false, nil // another master remembered it meanwhile
 		}
 		return false, fmt.Errorf("failed to create UnwipedDisk %s: %w", key, err)
+	}
+	if s.cache != nil {
+		s.cache.mc.Mutation(created) // found at once, before the watch shows it
 	}
 	return true, nil
 }

@@ -253,17 +253,21 @@ func TestBrokenMemoryIsAnError(t *testing.T) {
 	}
 }
 
-// TestMemoryIsBounded (review L1 c): the memory never grows past
-// MaxEntries; the disk that would cross it is refused with ErrFull (its PV
-// is then kept), and a disk already remembered is no error.
+// TestMemoryIsBounded (review L1 c): the memory never grows past its
+// bound (MaxEntries, here a smaller one); the disk that would cross it is
+// refused with ErrFull (its PV is then kept), and a disk already
+// remembered is no error.
 func TestMemoryIsBounded(t *testing.T) {
-	objs := make([]runtime.Object, 0, unwiped.MaxEntries)
-	for n := range unwiped.MaxEntries {
+	const bound = 100
+	objs := make([]runtime.Object, 0, bound)
+	for n := range bound {
 		id := fmt.Sprintf("wwn:naa.%016x", n+1)
 		objs = append(objs, object(t, entry(unwiped.Key("n1", "", identity.ID(id)), id, "n1", "")))
 	}
-	s, _ := newStore(t, "lpv", objs...)
-	err := s.Remember(t.Context(), releasedPV("new", "n1", identity.WWN(fmt.Sprintf("naa.%016x", unwiped.MaxEntries+1)), true), "test")
+	dyn := unwipedtest.Client(objs...)
+	s := unwiped.New(unwiped.Options{Disks: dyn.Resource(v1alpha1.UnwipedDiskGroupVersionResource), Kube: fake.NewClientset(),
+		Namespace: "lpv", MaxEntries: bound})
+	err := s.Remember(t.Context(), releasedPV("new", "n1", identity.WWN(fmt.Sprintf("naa.%016x", bound+1)), true), "test")
 	if !errors.Is(err, unwiped.ErrFull) {
 		t.Fatalf("Remember past the bound: %v, want ErrFull", err)
 	}

@@ -14,11 +14,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	admissionclient "k8s.io/client-go/kubernetes/typed/admissionregistration/v1"
 	coreclient "k8s.io/client-go/kubernetes/typed/core/v1"
 	admissionlisters "k8s.io/client-go/listers/admissionregistration/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
@@ -43,8 +41,10 @@ const maxCause = 512
 
 // Value is a blocked claim's value: the PV's name and why its claim is
 // refused, with the fix (pvstate.Cause), which the policy's message shows.
-func Value(pv *v1.PersistentVolume, all []*v1.PersistentVolume) string {
-	return "PV " + pv.Name + ", because " + pvops.Truncate(pvstate.Cause(pv, pvstate.HolderAmong(pv, all)), maxCause)
+// onNode are the PVs of its node, among which the holder of the disk found
+// at a disk-replaced PV's path is looked for.
+func Value(pv *v1.PersistentVolume, onNode []*v1.PersistentVolume) string {
+	return "PV " + pv.Name + ", because " + pvops.Truncate(pvstate.Cause(pv, pvstate.HolderAmong(pv, onNode)), maxCause)
 }
 
 // Key is the key of a claim in the blocked claims.
@@ -98,10 +98,20 @@ type Writer interface {
 	Sync(ctx context.Context) error
 }
 
+// PVs finds PVs in the master's cache by its indexes, so that a sync
+// reads the marked PVs and their nodes' PVs, not every PV of the cluster.
+type PVs interface {
+	// Marked returns the PVs of the provisioners (managed) labelled
+	// machine-replaced or disk-replaced.
+	Marked() ([]*v1.PersistentVolume, error)
+	// OnNode returns the managed PVs of a node name.
+	OnNode(node string) ([]*v1.PersistentVolume, error)
+}
+
 // Config is what a Writer reads and writes.
 type Config struct {
-	// PVs lists PersistentVolumes from the master's cache.
-	PVs corelisters.PersistentVolumeLister
+	// PVs finds PersistentVolumes in the master's cache.
+	PVs PVs
 	// Owns reports whether a PV is this master's.
 	Owns func(*v1.PersistentVolume) bool
 	// Claims reads the claims of marked PVs from the apiserver.
@@ -131,13 +141,13 @@ func New(cfg Config) Writer {
 }
 
 func (w *writer) Sync(ctx context.Context) error {
-	all, err := w.PVs.List(labels.SelectorFromSet(labels.Set{jobs.LabelManagedBy: jobs.ManagedByValue}))
+	marked, err := w.PVs.Marked()
 	if err != nil {
 		return err
 	}
 	var pvs []*v1.PersistentVolume
 	replaced := 0
-	for _, pv := range all {
+	for _, pv := range marked {
 		if !w.Owns(pv) {
 			continue
 		}
@@ -153,16 +163,9 @@ func (w *writer) Sync(ctx context.Context) error {
 		metrics.BlockedClaims.Set(0)
 		return nil
 	}
-	want := map[string]string{}
-	for _, pv := range pvs {
-		live, err := w.liveClaimOf(ctx, pv)
-		if err != nil {
-			return fmt.Errorf("failed to read the claim of PV %s: %w", pv.Name, err)
-		}
-		if live {
-			ref := pv.Spec.ClaimRef
-			want[Key(ref.Namespace, ref.Name)] = Value(pv, all)
-		}
+	want, err := w.blocked(ctx, pvs)
+	if err != nil {
+		return err
 	}
 	if err := w.write(ctx, want); err != nil {
 		metrics.BlockedClaims.Set(0)
@@ -171,6 +174,30 @@ func (w *writer) Sync(ctx context.Context) error {
 	}
 	metrics.BlockedClaims.Set(float64(len(want)))
 	return nil
+}
+
+// blocked returns the blocked claims of the marked PVs, each with the PV
+// and its cause. A claim is read from the apiserver each time: the master
+// caches no claims, and one deleted and created again under its name is
+// not blocked.
+func (w *writer) blocked(ctx context.Context, pvs []*v1.PersistentVolume) (map[string]string, error) {
+	want := map[string]string{}
+	for _, pv := range pvs {
+		live, err := w.liveClaimOf(ctx, pv)
+		if err != nil {
+			return nil, fmt.Errorf("failed to read the claim of PV %s: %w", pv.Name, err)
+		}
+		if !live {
+			continue
+		}
+		onNode, err := w.PVs.OnNode(pv.Annotations[jobs.AnnNode])
+		if err != nil {
+			return nil, err
+		}
+		ref := pv.Spec.ClaimRef
+		want[Key(ref.Namespace, ref.Name)] = Value(pv, onNode)
+	}
+	return want, nil
 }
 
 // liveClaimOf reports whether a PV is Bound to the claim that exists now

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	admissionlisters "k8s.io/client-go/listers/admissionregistration/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -145,12 +144,8 @@ func runWriterCase(t *testing.T, tc writerCase) {
 			return true, nil, errors.New("forbidden")
 		})
 	}
-	pvIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	for _, pv := range tc.pvs {
-		_ = pvIndexer.Add(pv)
-	}
 	recorder := record.NewFakeRecorder(10)
-	cfg := blockedclaims.Config{PVs: corelisters.NewPersistentVolumeLister(pvIndexer),
+	cfg := blockedclaims.Config{PVs: pvList(tc.pvs),
 		Owns:   func(pv *v1.PersistentVolume) bool { return pv.Annotations[jobs.AnnProvisionedBy] == provisioner },
 		Claims: kube.CoreV1(), PolicyClient: kube.AdmissionregistrationV1(), Recorder: recorder}
 	if !tc.warn {
@@ -210,6 +205,79 @@ func TestCheck(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := blockedclaims.Check(tc.expr); (err != nil) != tc.wantErr {
 				t.Errorf("Check(%s) = %v, want an error: %t", tc.expr, err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// pvList is the master's cache of PVs; each lookup filters it as the
+// master's indexes do.
+type pvList []*v1.PersistentVolume
+
+func (l pvList) Marked() ([]*v1.PersistentVolume, error) {
+	var out []*v1.PersistentVolume
+	for _, pv := range l {
+		if pv.Labels[jobs.LabelManagedBy] == jobs.ManagedByValue &&
+			(pv.Labels[jobs.LabelMachineReplaced] == "true" || pv.Labels[jobs.LabelDiskReplaced] == "true") {
+			out = append(out, pv)
+		}
+	}
+	return out, nil
+}
+
+func (l pvList) OnNode(node string) ([]*v1.PersistentVolume, error) {
+	var out []*v1.PersistentVolume
+	for _, pv := range l {
+		if pv.Labels[jobs.LabelManagedBy] == jobs.ManagedByValue && pv.Annotations[jobs.AnnNode] == node {
+			out = append(out, pv)
+		}
+	}
+	return out, nil
+}
+
+// TestBlockedCauseLooksOnItsNode (issue 37 item 2): a sync reads the marked
+// PVs and the PVs of their nodes, not every PV of the cluster; the cause
+// of a disk-replaced PV still names the PV of its node whose disk its path
+// leads to, and never one of another node that records the same identity.
+func TestBlockedCauseLooksOnItsNode(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	onNode := func(pv *v1.PersistentVolume, node, disk string) *v1.PersistentVolume {
+		pv.Annotations[jobs.AnnNode], pv.Annotations[jobs.AnnDiskID] = node, disk
+		return pv
+	}
+	replaced := onNode(markedPV("replaced", jobs.LabelDiskReplaced, "claim"), "n1", "wwn:naa.1")
+	replaced.Annotations[jobs.AnnDiskReplaced] = "2026-01-01T00:00:00Z"
+	replaced.Annotations[jobs.AnnDiskFound] = "wwn:naa.2"
+	neighbour := onNode(markedPV("neighbour", "", "other"), "n1", "wwn:naa.2")
+	elsewhere := onNode(markedPV("elsewhere", "", "third"), "n2", "wwn:naa.2")
+	tests := []struct {
+		name      string
+		pvs       pvList
+		wantNamed string
+	}{
+		{name: "the holder on its node", pvs: pvList{elsewhere, replaced, neighbour}, wantNamed: "PV neighbour"},
+		{name: "only another node's PV records the disk", pvs: pvList{elsewhere, replaced}, wantNamed: "no PV records"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			kube := fake.NewClientset(claim("claim", "claim-uid"), blockedclaimstest.Policy())
+			policies := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+			_ = policies.Add(blockedclaimstest.Policy())
+			w := blockedclaims.New(blockedclaims.Config{PVs: tc.pvs,
+				Owns:   func(pv *v1.PersistentVolume) bool { return pv.Annotations[jobs.AnnProvisionedBy] == provisioner },
+				Claims: kube.CoreV1(), PolicyClient: kube.AdmissionregistrationV1(), Recorder: record.NewFakeRecorder(10),
+				Policies: admissionlisters.NewValidatingAdmissionPolicyLister(policies)})
+			if err := w.Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var got map[string]string
+			for _, a := range kube.Actions() {
+				if u, ok := a.(core.UpdateAction); ok && a.GetResource().Resource == "validatingadmissionpolicies" {
+					got = blockedclaimstest.Eval(t, u.GetObject().(*admissionv1.ValidatingAdmissionPolicy).Spec.Variables[0].Expression)
+				}
+			}
+			if v := got["default.claim"]; !strings.Contains(v, tc.wantNamed) {
+				t.Errorf("blocked claims %v, want default.claim's cause to hold %q", got, tc.wantNamed)
 			}
 		})
 	}

@@ -8,7 +8,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -55,7 +54,7 @@ type Config struct {
 	Kube    kubernetes.Interface
 	Volumes Volumes
 	Nodes   corelisters.NodeLister
-	Pods    corelisters.PodLister
+	Pods    jobs.JobPods
 	Ops     pvops.Interface
 	// Marks writes the marks of the master's PVs.
 	Marks   pvstate.Writer
@@ -154,7 +153,7 @@ func (r *runner) rememberOrphan(ctx context.Context, job *batchv1.Job) error {
 
 // jobPods returns the pods of a Job from the cache.
 func (r *runner) jobPods(job *batchv1.Job) ([]*v1.Pod, error) {
-	return r.Pods.Pods(job.Namespace).List(labels.SelectorFromSet(labels.Set{batchv1.JobNameLabel: job.Name}))
+	return r.Pods.Of(job)
 }
 
 // podMessage says why a Job failed, for Events: the first termination

@@ -107,7 +107,7 @@ func newHarness(t *testing.T, objs ...runtime.Object) *harness {
 	})
 	h.r = cleanupjobs.New(cleanupjobs.Config{Provisioner: cfg, Kube: h.kube, Volumes: h, Ops: h.ops, Marks: pvstate.New(h.kube.CoreV1(), nil),
 		Params: jobs.Params{Namespace: ns, Image: "lpv:dev"},
-		Nodes:  corelisters.NewNodeLister(h.nodes), Pods: corelisters.NewPodLister(h.pods),
+		Nodes:  corelisters.NewNodeLister(h.nodes), Pods: jobs.PodsByLabel(corelisters.NewPodLister(h.pods)),
 		Unwiped: h.memory(), Recorder: h.recorder, Clock: h.clock,
 		RetryBase: 10 * time.Second, RetryMax: time.Minute,
 		RequestDiscovery: func(node string) { h.discovered = append(h.discovered, node) },

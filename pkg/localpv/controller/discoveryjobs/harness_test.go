@@ -79,7 +79,7 @@ func newHarness(t *testing.T, tweak func(*discoveryjobs.Config)) *harness {
 		return false, nil, nil
 	})
 	c := discoveryjobs.Config{Provisioner: cfg, Params: jobs.Params{Namespace: ns, Image: "lpv:dev", DiscoveryShards: 2},
-		Client: h.kube.BatchV1(), Jobs: batchlisters.NewJobLister(h.jobs), Pods: corelisters.NewPodLister(h.pods),
+		Client: h.kube.BatchV1(), Jobs: batchlisters.NewJobLister(h.jobs), Pods: jobs.PodsByLabel(corelisters.NewPodLister(h.pods)),
 		Recorder: h.recorder, Clock: h.clock, RetryBase: 10 * time.Second, RetryMax: time.Minute,
 		HeldPaths: func(*v1.Node) []string { return []string{"/dev/sdz"} },
 		Requeue:   func(node string, after time.Duration) { h.requeued[node] = after }, Consumer: h.consumer}

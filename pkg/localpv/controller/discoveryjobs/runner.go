@@ -12,10 +12,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	batchclient "k8s.io/client-go/kubernetes/typed/batch/v1"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -70,7 +68,7 @@ type Config struct {
 	Client      batchclient.JobsGetter
 	// Jobs and Pods are the caches of the master's Jobs and their pods.
 	Jobs     batchlisters.JobLister
-	Pods     corelisters.PodLister
+	Pods     jobs.JobPods
 	Recorder record.EventRecorder
 	Clock    clock.PassiveClock
 	// QPS and Burst limit how fast Jobs are created (QPS <= 0: no limit).
@@ -249,7 +247,7 @@ func (r *runner) output(job *batchv1.Job) (*v1.Pod, []string, error) {
 }
 
 func (r *runner) jobPods(job *batchv1.Job) ([]*v1.Pod, error) {
-	return r.Pods.Pods(job.Namespace).List(labels.SelectorFromSet(labels.Set{batchv1.JobNameLabel: job.Name}))
+	return r.Pods.Of(job)
 }
 
 // podMessage returns the first termination message of a Job's failed pods.

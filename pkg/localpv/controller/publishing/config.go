@@ -6,7 +6,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -26,9 +25,6 @@ type Publisher interface {
 	// paths of the node's other local PVs lead to. An error means the
 	// report is to be consumed again; publishing is idempotent.
 	Publish(ctx context.Context, node *v1.Node, res *validation.Result, held []report.Held) error
-	// RecountMissing sets the gauge of PVs whose disk is missing from the
-	// cache.
-	RecountMissing()
 	// Forget drops what is remembered of a node that is gone: the
 	// identities its last report had.
 	Forget(node string)
@@ -65,7 +61,6 @@ type Config struct {
 	ProvisionerName, OwnerName string
 	Kube                       kubernetes.Interface
 	State                      State
-	PVs                        corelisters.PersistentVolumeLister
 	Classes                    storagelisters.StorageClassLister
 	Ops                        pvops.Interface
 	// Marks writes the marks of the master's PVs.
@@ -92,5 +87,3 @@ var _ Publisher = &publisher{}
 func New(cfg Config) Publisher { return &publisher{Config: cfg, reported: newReported()} }
 
 func (p *publisher) Forget(node string) { p.reported.forget(node) }
-
-func (p *publisher) RecountMissing() { p.recountMissing("", false) }

@@ -50,8 +50,9 @@ type takenDisks struct {
 	// paths (more than report.MaxHeld): no volume of any kind can be ruled
 	// out from being behind one of them.
 	omitted bool
-	// unwiped are the disks of PVs dropped without a wipe.
-	unwiped map[string]unwiped.Disk
+	// unwiped returns the remembered disks of PVs dropped without a wipe
+	// that a disk found may be (unwiped.Store.Candidates).
+	unwiped func(node, path string, id identity.ID) (map[string]unwiped.Disk, error)
 	// at holds the master's PVs at each reported path, looked up once.
 	at map[string][]*v1.PersistentVolume
 	// shared are the identities that two devices of the node report, with
@@ -65,15 +66,19 @@ type takenDisks struct {
 // unwipedFor returns the remembered unwiped disk a volume's disk is. A
 // strong identity is matched on any node and path; a weak one only on its
 // node, at its path: two file systems of one node may share it.
-func (t *takenDisks) unwipedFor(node, path string, id identity.ID) (string, unwiped.Disk, bool) {
+func (t *takenDisks) unwipedFor(node, path string, id identity.ID) (string, unwiped.Disk, bool, error) {
 	if id == "" {
-		return "", unwiped.Disk{}, false
+		return "", unwiped.Disk{}, false, nil
+	}
+	found, err := t.unwiped(node, path, id)
+	if err != nil {
+		return "", unwiped.Disk{}, false, err
 	}
 	unique := t.elsewhere == nil || t.elsewhere(id) == ""
 	key := unwiped.Key(node, path, id)
 	// Another node's disk only where no other node reports id too.
-	if d, ok := t.unwiped[key]; ok && d.ID == id && (d.Node == node || unique) {
-		return key, d, true
+	if d, ok := found[key]; ok && d.ID == id && (d.Node == node || unique) {
+		return key, d, true, nil
 	}
 	// Remembered under a legacy form of id (on its node and path only
 	// unless both are strong): a released PV recorded as a bare file
@@ -82,12 +87,12 @@ func (t *takenDisks) unwipedFor(node, path string, id identity.ID) (string, unwi
 	// read bound to its machine (osfs), is every clone's and names one
 	// node's only. In key order, so that every pass picks the same entry
 	// when several legacy records agree with id.
-	for _, k := range slices.Sorted(maps.Keys(t.unwiped)) {
-		if d := t.unwiped[k]; identity.Refines(d.ID, id) && (d.ID.Strong() && id.Strong() && unique || d.Node == node && d.Path == path) {
-			return k, d, true
+	for _, k := range slices.Sorted(maps.Keys(found)) {
+		if d := found[k]; identity.Refines(d.ID, id) && (d.ID.Strong() && id.Strong() && unique || d.Node == node && d.Path == path) {
+			return k, d, true, nil
 		}
 	}
-	return "", unwiped.Disk{}, false
+	return "", unwiped.Disk{}, false, nil
 }
 
 // takenOn collects the disks of a node that have a PV: the identities the
@@ -95,11 +100,10 @@ func (t *takenDisks) unwipedFor(node, path string, id identity.ID) (string, unwi
 // that keep their PV, and what the other local PVs' paths lead to.
 func (p *publisher) takenOn(ctx context.Context, node *v1.Node, res *validation.Result, held []report.Held) (*takenDisks, error) {
 	t := &takenDisks{ids: map[identity.ID]string{}, devs: map[string]string{}, at: map[string][]*v1.PersistentVolume{},
-		shared: sharedIdentities(res, held), elsewhere: func(id identity.ID) string { return p.reported.elsewhere(node.Name, id) }}
-	var err error
-	if t.unwiped, err = p.Unwiped.Load(ctx); err != nil {
-		return nil, err
-	}
+		shared: sharedIdentities(res, held), elsewhere: func(id identity.ID) string { return p.reported.elsewhere(node.Name, id) },
+		unwiped: func(node, path string, id identity.ID) (map[string]unwiped.Disk, error) {
+			return p.Unwiped.Candidates(ctx, node, path, id)
+		}}
 	pvs, err := p.State.PVsOnNode(node.Name)
 	if err != nil {
 		return nil, err

@@ -9,7 +9,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -178,7 +177,6 @@ blk: {hostDir: /mnt/blk, mountDir: /mnt/blk, volumeMode: Block, blockCleanerComm
 	state := &fakeState{onNode: pvs}
 	p := publishing.New(publishing.Config{Provisioner: cfg, ProvisionerName: provisioner,
 		OwnerName: "lpv/" + provisioner, Kube: kube, State: state,
-		PVs:     corelisters.NewPersistentVolumeLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
 		Classes: storagelisters.NewStorageClassLister(classes), Ops: &pvopstest.Fake{}, Marks: pvstate.New(kube.CoreV1(), testingclock.NewFakeClock(start)), Unwiped: unwipedtest.Store(unwipedtest.Client(), kube, "lpv", testingclock.NewFakeClock(start)),
 		Recorder: recorder, Clock: testingclock.NewFakeClock(start), MarksChanged: func() {}, VolumeChanged: func(string) {}})
 	res, err := validation.Check(cfg, "a", "a", r)

@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
 	"github.com/nodeplug/nodeplug/pkg/localpv/config"
@@ -76,7 +75,11 @@ func (p *publisher) publish(ctx context.Context, node *v1.Node, hostname string,
 	if taken, err := p.State.PathTaken(node.Name, hostname, v.HostPath); err != nil || taken {
 		return err
 	}
-	if key, d, ok := taken.unwipedFor(node.Name, v.HostPath, v.Volume.ID); ok {
+	key, d, ok, err := taken.unwipedFor(node.Name, v.HostPath, v.Volume.ID)
+	if err != nil {
+		return err
+	}
+	if ok {
 		if who := taken.holder(v); who != "" {
 			// Already held (or published) under another path: one PV per disk.
 			p.skipDisk(node, v, "DiskAlreadyPublished", fmt.Sprintf("its disk (%s) is already behind %s; a disk is "+
@@ -240,7 +243,6 @@ func (p *publisher) markMissing(ctx context.Context, pv *v1.PersistentVolume) er
 	if _, marked, err := p.Marks.Apply(ctx, pv, pvstate.MarkMissing); err != nil || !marked {
 		return err
 	}
-	p.recountMissing(pv.Name, true)
 	msg := fmt.Sprintf("Disk at %s was not found on node %s; the PV is kept because it is %s",
 		pv.Annotations[jobs.AnnHostPath], pv.Annotations[jobs.AnnNode], pv.Status.Phase)
 	p.Recorder.Eventf(pv, v1.EventTypeWarning, "VolumeMissing", "%s", msg)
@@ -253,28 +255,7 @@ func (p *publisher) clearMissing(ctx context.Context, pv *v1.PersistentVolume) e
 	if _, cleared, err := p.Marks.Apply(ctx, pv, pvstate.ClearMissing); err != nil || !cleared {
 		return err
 	}
-	p.recountMissing(pv.Name, false)
 	p.Recorder.Eventf(pv, v1.EventTypeNormal, "VolumeFound", "Disk at %s is back", pv.Annotations[jobs.AnnHostPath])
 	p.Ops.ClearClaimHealth(ctx, pv)
 	return nil
-}
-
-// recountMissing sets the missing-volume gauge from the PV cache, counting
-// the PV just written as the cache will soon show it.
-func (p *publisher) recountMissing(changed string, missing bool) {
-	pvs, err := p.PVs.List(labels.SelectorFromSet(labels.Set{jobs.LabelManagedBy: jobs.ManagedByValue}))
-	if err != nil {
-		return
-	}
-	n := 0
-	for _, pv := range pvs {
-		_, marked := pv.Annotations[jobs.AnnVolumeMissing]
-		if pv.Name == changed {
-			marked = missing
-		}
-		if marked {
-			n++
-		}
-	}
-	metrics.MissingVolumes.Set(float64(n))
 }

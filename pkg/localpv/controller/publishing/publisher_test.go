@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -199,7 +198,6 @@ func runPublishCase(t *testing.T, tc publishCase) {
 	recorder := record.NewFakeRecorder(20)
 	p := publishing.New(publishing.Config{Provisioner: cfg, ProvisionerName: provisioner,
 		OwnerName: "lpv/" + provisioner, Kube: kube, State: &tc.state,
-		PVs:     corelisters.NewPersistentVolumeLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
 		Classes: storagelisters.NewStorageClassLister(classes), Ops: ops, Marks: pvstate.New(kube.CoreV1(), testingclock.NewFakeClock(start)), Unwiped: unwipedtest.Store(unwipedtest.Client(disks...), kube, "lpv", testingclock.NewFakeClock(start)),
 		Recorder: recorder, Clock: testingclock.NewFakeClock(start), MarksChanged: func() {}, VolumeChanged: func(string) {}})
 	node := tc.node

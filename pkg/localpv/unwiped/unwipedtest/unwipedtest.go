@@ -3,14 +3,19 @@
 package unwipedtest
 
 import (
+	"context"
+	"errors"
+	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
 	"github.com/nodeplug/localpv-api/localpv/v1alpha1"
@@ -57,3 +62,45 @@ func Object(d unwiped.Disk) *unstructured.Unstructured {
 	}
 	return u
 }
+
+// CachedStore returns the memory of the master in namespace read from an
+// informer on dyn's UnwipedDisks, started and synced, as a master runs it.
+// With silent, the informer's watch shows nothing after its list: only
+// the store's own writes reach what it reads, as when the watch lags.
+func CachedStore(tb testing.TB, dyn *dynamicfake.FakeDynamicClient, kube kubernetes.Interface, namespace string,
+	clk clock.PassiveClock, silent bool) unwiped.Store {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	tb.Cleanup(cancel)
+	res := dyn.Resource(v1alpha1.UnwipedDiskGroupVersionResource)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return res.List(ctx, o) },
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			if silent {
+				return watch.NewFake(), nil
+			}
+			return res.Watch(ctx, o)
+		},
+	}
+	inf := cache.NewSharedIndexInformer(listWatch{lw}, &unstructured.Unstructured{}, 0, cache.Indexers{})
+	s, err := unwiped.NewFromInformer(ctx, unwiped.Options{Disks: res, Kube: kube, Namespace: namespace,
+		Provisioner: "nodeplug.io/local-volume-provisioner", Clock: clk}, inf)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	go inf.RunWithContext(ctx)
+	synced := func() bool {
+		_, err := s.Candidates(ctx, "", "", "wwn:naa.1")
+		return !errors.Is(err, unwiped.ErrNotSynced)
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced, synced) {
+		tb.Fatal("the UnwipedDisk cache did not sync")
+	}
+	return s
+}
+
+// listWatch lists and watches through a fake client, which streams no
+// initial events (watch-list semantics).
+type listWatch struct{ *cache.ListWatch }
+
+func (listWatch) IsWatchListSemanticsUnSupported() bool { return true }
