@@ -13,11 +13,11 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 # one: flex discovery (the installer DaemonSet on every node), the plugin
 # watcher (DRA drivers registering), mount utilities in pods (the admission
 # policy on who may create mount pods; Bidirectional propagation from a
-# pod), the local PV provisioner (the shipped manifests on the nodes), and
-# the cluster's own Service and DNS paths. The kubelet's local volume
-# identity check has none yet: its tests make loop devices through the
-# local cluster's host (docs/install.md, "Tested").
-E2E_KUBEADM_RUN=${E2E_KUBEADM_RUN:-'^(TestMultiNodeFlexInstaller|TestDRADrivers|TestMountPodAdmission|TestBidirectionalMountPropagation|TestLocalPVShippedManifestsOnNodes|TestPodReachesKubernetesService|TestClusterDNS)$'}
+# pod), the local PV provisioner (the shipped manifests on the nodes), the
+# kubelet's local volume identity check (two pairs of disks swapped across
+# a kubelet restart: every mount refused until the disks are back), and
+# the cluster's own Service and DNS paths (docs/install.md, "Tested").
+E2E_KUBEADM_RUN=${E2E_KUBEADM_RUN:-'^(TestMultiNodeFlexInstaller|TestDRADrivers|TestMountPodAdmission|TestBidirectionalMountPropagation|TestLocalPVShippedManifestsOnNodes|TestMultiNodeLocalPVDisksSwappedAcrossRestart|TestPodReachesKubernetesService|TestClusterDNS)$'}
 
 teardown() {
   local rc=$?
