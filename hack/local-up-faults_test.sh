@@ -78,11 +78,14 @@ host_state() {
 }
 
 # local_up NAME EXPECT_RC: runs local-up, keeps its output in ${WORK}/NAME.
-# Without cluster DNS: these cases are about starting and cleaning up, and
-# CoreDNS's rollout would only lengthen each (the e2e tier runs it).
+# Without cluster DNS and the default StorageClass: these cases are about
+# starting and cleaning up, and the rollouts of CoreDNS and csi-hostpath
+# would only lengthen each (the e2e tier runs both, TestClusterDNS and
+# TestDefaultStorageClass).
 local_up() {
   local rc=0
-  LOCAL_UP_DNS=false "${NODEPLUG_ROOT}/hack/local-up-cluster.sh" >"${WORK}/$1.out" 2>&1 || rc=$?
+  LOCAL_UP_DNS=false DEFAULT_STORAGECLASS=false \
+    "${NODEPLUG_ROOT}/hack/local-up-cluster.sh" >"${WORK}/$1.out" 2>&1 || rc=$?
   if [[ "$2" == 0 && ${rc} != 0 ]] || [[ "$2" != 0 && ${rc} == 0 ]]; then
     fail "$1: local-up exited ${rc}" "its output: $(tail -n 8 "${WORK}/$1.out" | tr '\n' ' ')"
   fi

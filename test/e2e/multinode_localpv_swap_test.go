@@ -116,7 +116,22 @@ func TestMultiNodeLocalPVDisksSwappedAcrossRestart(t *testing.T) {
 		}
 	}
 	for _, tn := range tenants {
+		awaitSecondStart(ctx, t, n, tn)
 		requireOnlyStarts(ctx, t, n, tn)
+	}
+}
+
+// awaitSecondStart waits until tenant tn's disk, mounted at its own path
+// again, records a second start: the pod's phase says Running from before
+// the restart until the kubelet acts, so it is no sign of the new start.
+func awaitSecondStart(ctx context.Context, t *testing.T, n *framework.Node, tn *swapTenant) {
+	t.Helper()
+	err := framework.Poll(ctx, 240*time.Second, func(ctx context.Context) bool {
+		out, err := n.Command(ctx, "cat", filepath.Join(tn.mount, "starts")).Output()
+		return err == nil && len(strings.Fields(string(out))) >= 2
+	})
+	if err != nil {
+		t.Errorf("the pod of %s did not start again on its disk: %v", tn.name, err)
 	}
 }
 
