@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -124,17 +125,11 @@ func (c *controller) owns(pv *v1.PersistentVolume) bool {
 
 // ownedByIndex returns the master's own PVs under one index value.
 func (c *controller) ownedByIndex(index, value string) ([]*v1.PersistentVolume, error) {
-	objs, err := c.pvIndexer.ByIndex(index, value)
+	pvs, err := c.byIndex(index, value)
 	if err != nil {
-		return nil, fmt.Errorf("failed to look up PVs by %s: %w", index, err)
+		return nil, err
 	}
-	out := make([]*v1.PersistentVolume, 0, len(objs))
-	for _, o := range objs {
-		if pv := o.(*v1.PersistentVolume); c.owns(pv) {
-			out = append(out, pv)
-		}
-	}
-	return out, nil
+	return slices.DeleteFunc(pvs, func(pv *v1.PersistentVolume) bool { return !c.owns(pv) }), nil
 }
 
 // managedPV returns the master's PV of a volume, or nil.
